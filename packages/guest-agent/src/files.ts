@@ -1,0 +1,95 @@
+/**
+ * File operations inside the sandbox. They run in the guest, so every path is
+ * the sandbox's own view of its file system; the host never touches it.
+ */
+import { createReadStream, createWriteStream } from 'node:fs';
+import type { Stats } from 'node:fs';
+import { lstat, stat, mkdir, readdir, readlink, rename, rm, rmdir, unlink, chmod } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import { WarrenError } from '@warren/protocol/errors';
+import type { FileInfo } from '@warren/protocol/guest';
+
+export function checkPath(path: string | null | undefined): string {
+  if (!path) throw new WarrenError('INVALID_PATH', 'path is required');
+  if (!isAbsolute(path)) throw new WarrenError('INVALID_PATH', `path must be absolute: ${path}`);
+  if (path.includes('\0')) throw new WarrenError('INVALID_PATH', 'path contains a NUL byte');
+  return normalize(path);
+}
+
+function typeOf(st: Stats): FileInfo['type'] {
+  if (st.isFile()) return 'file';
+  if (st.isDirectory()) return 'dir';
+  if (st.isSymbolicLink()) return 'symlink';
+  return 'other';
+}
+
+export async function info(path: string): Promise<FileInfo> {
+  const st = await lstat(path);
+  const out: FileInfo = {
+    name: basename(path) || '/',
+    path,
+    type: typeOf(st),
+    size: st.size,
+    mode: (st.mode & 0o7777).toString(8),
+    mtime: st.mtime.toISOString(),
+  };
+  if (st.isSymbolicLink()) out.symlink_target = await readlink(path);
+  return out;
+}
+
+export async function list(path: string): Promise<FileInfo[]> {
+  const st = await lstat(path);
+  if (!st.isDirectory()) throw new WarrenError('NOT_A_DIRECTORY', `${path} is not a directory`);
+  const names = (await readdir(path)).sort();
+  const out: FileInfo[] = [];
+  for (const name of names) {
+    // An entry can vanish between readdir and lstat; skip it rather than fail the listing.
+    const item = await info(join(path, name)).catch(() => null);
+    if (item) out.push(item);
+  }
+  return out;
+}
+
+/** Opens a file for streaming out, after checking it is a regular file. */
+export async function openRead(path: string): Promise<{ stream: Readable; size: number }> {
+  const st = await stat(path);
+  if (st.isDirectory()) throw new WarrenError('IS_A_DIRECTORY', `${path} is a directory`);
+  return { stream: createReadStream(path), size: st.size };
+}
+
+/** Streams a request body into a file, creating parent directories. */
+export async function writeFrom(path: string, body: Readable, mode?: string): Promise<FileInfo> {
+  await mkdir(dirname(path), { recursive: true });
+  const existing = await lstat(path).catch(() => null);
+  if (existing?.isDirectory()) throw new WarrenError('IS_A_DIRECTORY', `${path} is a directory`);
+  await pipeline(body, createWriteStream(path));
+  if (mode) await chmod(path, parseInt(mode, 8));
+  return info(path);
+}
+
+export async function makeDir(path: string, parents: boolean): Promise<FileInfo> {
+  const existing = await lstat(path).catch(() => null);
+  if (existing) {
+    if (existing.isDirectory() && parents) return info(path);
+    throw new WarrenError('FILE_EXISTS', `${path} already exists`);
+  }
+  await mkdir(path, { recursive: parents });
+  return info(path);
+}
+
+export async function remove(path: string, recursive: boolean): Promise<void> {
+  if (path === '/') throw new WarrenError('INVALID_PATH', 'refusing to remove /');
+  const st = await lstat(path);
+  if (!st.isDirectory()) return unlink(path);
+  if (recursive) return rm(path, { recursive: true, force: true });
+  return rmdir(path);
+}
+
+export async function move(from: string, to: string): Promise<FileInfo> {
+  await lstat(from);
+  await mkdir(dirname(to), { recursive: true });
+  await rename(from, to);
+  return info(to);
+}

@@ -1,0 +1,240 @@
+/**
+ * The guest's process table. Every exec is a process here; foreground ones are
+ * forgotten once their exit has been delivered, background ones stay listed
+ * (with a bounded replay buffer of their output) until removed.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { constants } from 'node:os';
+import { stat } from 'node:fs/promises';
+import { StringDecoder } from 'node:string_decoder';
+import { WarrenError } from '@warren/protocol/errors';
+import type { ExecEvent, GuestProcessStart, ProcessInfo } from '@warren/protocol/guest';
+
+const REPLAY_LIMIT_BYTES = 1024 * 1024;
+const MAX_EXITED_KEPT = 256;
+/** After exit, how long to wait for stdio to drain when a grandchild still holds the pipes. */
+const DRAIN_GRACE_MS = 100;
+
+type Listener = (event: ExecEvent) => void;
+
+export class GuestProcess {
+  readonly info: ProcessInfo;
+  readonly background: boolean;
+  private readonly replay: ExecEvent[] = [];
+  private replayBytes = 0;
+  private readonly listeners = new Set<Listener>();
+  private child: ChildProcess | null = null;
+  private readonly startedAt = Date.now();
+  readonly exited: Promise<void>;
+  private markExited!: () => void;
+
+  constructor(spec: GuestProcessStart, cwd: string) {
+    this.background = spec.background === true;
+    this.info = {
+      pid: 0,
+      cmd: spec.cmd,
+      args: spec.args,
+      cwd,
+      state: 'running',
+      exit_code: null,
+      signal: null,
+      timed_out: false,
+      started_at: new Date(this.startedAt).toISOString(),
+      ended_at: null,
+      output_truncated: false,
+    };
+    this.exited = new Promise((resolve) => (this.markExited = resolve));
+  }
+
+  /** Replays buffered events, then follows live ones; returns an unsubscribe function. */
+  subscribe(listener: Listener, replay = true): () => void {
+    if (replay) for (const e of this.replay) listener(e);
+    if (this.info.state === 'running') this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  get running(): boolean {
+    return this.info.state === 'running';
+  }
+
+  emit(event: ExecEvent): void {
+    this.replay.push(event);
+    if (event.type === 'stdout' || event.type === 'stderr') {
+      this.replayBytes += event.data.length;
+      while (this.replayBytes > REPLAY_LIMIT_BYTES) {
+        const i = this.replay.findIndex((e) => e.type === 'stdout' || e.type === 'stderr');
+        if (i < 0) break;
+        const [dropped] = this.replay.splice(i, 1);
+        if (dropped && (dropped.type === 'stdout' || dropped.type === 'stderr')) this.replayBytes -= dropped.data.length;
+        this.info.output_truncated = true;
+      }
+    }
+    for (const l of this.listeners) l(event);
+  }
+
+  start(spec: GuestProcessStart, env: NodeJS.ProcessEnv): void {
+    let child: ChildProcess;
+    try {
+      child = spawn(spec.cmd, spec.args, {
+        cwd: this.info.cwd,
+        env,
+        // Own process group, so a timeout or kill reaches the whole tree.
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+    } catch (err) {
+      this.failToStart(err as NodeJS.ErrnoException);
+      return;
+    }
+    this.child = child;
+    let spawnFailed = false;
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      if (child.pid === undefined && !spawnFailed) {
+        spawnFailed = true;
+        this.failToStart(err);
+      }
+    });
+    if (child.pid === undefined) return; // 'error' follows on the next tick
+    this.info.pid = child.pid;
+    this.emit({ type: 'start', pid: child.pid });
+
+    const pipe = (source: NodeJS.ReadableStream | null, type: 'stdout' | 'stderr') => {
+      if (!source) return;
+      const decoder = new StringDecoder('utf8');
+      source.on('data', (chunk: Buffer) => {
+        const data = decoder.write(chunk);
+        if (data) this.emit({ type, data });
+      });
+      source.on('end', () => {
+        const rest = decoder.end();
+        if (rest) this.emit({ type, data: rest });
+      });
+    };
+    pipe(child.stdout, 'stdout');
+    pipe(child.stderr, 'stderr');
+    child.stdin?.on('error', () => {}); // EPIPE when the program never reads stdin
+
+    if (spec.stdin !== undefined) {
+      child.stdin?.end(spec.stdin);
+    } else if (!this.background) {
+      child.stdin?.end();
+    }
+
+    let timer: NodeJS.Timeout | undefined;
+    if (spec.timeout_ms !== undefined) {
+      timer = setTimeout(() => {
+        this.info.timed_out = true;
+        this.killGroup('SIGKILL');
+      }, spec.timeout_ms);
+    }
+
+    child.once('exit', (code, signal) => {
+      if (timer) clearTimeout(timer);
+      const finish = () => this.finish(code, signal);
+      // Wait for the pipes to drain, but not forever: a background grandchild may hold them.
+      const drainTimer = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        finish();
+      }, DRAIN_GRACE_MS);
+      child.once('close', () => {
+        clearTimeout(drainTimer);
+        finish();
+      });
+    });
+  }
+
+  private failToStart(err: NodeJS.ErrnoException): void {
+    const notFound = err.code === 'ENOENT';
+    const reason = notFound ? 'command not found' : `cannot execute (${err.code ?? err.message})`;
+    this.emit({ type: 'stderr', data: `warren: ${this.info.cmd}: ${reason}\n` });
+    this.finishWith(notFound ? 127 : 126, null);
+  }
+
+  private finished = false;
+  private finish(code: number | null, signal: NodeJS.Signals | null): void {
+    const exitCode = code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0);
+    this.finishWith(exitCode, signal);
+  }
+
+  private finishWith(exitCode: number, signal: string | null): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.info.state = 'exited';
+    this.info.exit_code = exitCode;
+    this.info.signal = signal;
+    this.info.ended_at = new Date().toISOString();
+    this.emit({
+      type: 'exit',
+      exit_code: exitCode,
+      signal,
+      timed_out: this.info.timed_out,
+      duration_ms: Date.now() - this.startedAt,
+    });
+    this.listeners.clear();
+    this.markExited();
+  }
+
+  writeStdin(data: string, eof: boolean): void {
+    const stdin = this.child?.stdin;
+    if (!this.running || !stdin || stdin.writableEnded) {
+      throw new WarrenError('PROCESS_NOT_RUNNING', `process ${this.info.pid} does not accept input`);
+    }
+    if (data) stdin.write(data);
+    if (eof) stdin.end();
+  }
+
+  killGroup(signal: NodeJS.Signals): void {
+    if (!this.running || !this.info.pid) {
+      throw new WarrenError('PROCESS_NOT_RUNNING', `process ${this.info.pid} has exited`);
+    }
+    try {
+      process.kill(-this.info.pid, signal);
+    } catch {
+      this.child?.kill(signal);
+    }
+  }
+}
+
+export class ProcessTable {
+  private readonly byPid = new Map<number, GuestProcess>();
+
+  constructor(private readonly baseEnv: () => NodeJS.ProcessEnv) {}
+
+  async start(spec: GuestProcessStart): Promise<GuestProcess> {
+    const cwd = spec.cwd ?? '/root';
+    const st = await stat(cwd).catch(() => null);
+    if (!st?.isDirectory()) {
+      throw new WarrenError('CWD_NOT_FOUND', `working directory ${cwd} does not exist`);
+    }
+    const proc = new GuestProcess(spec, cwd);
+    proc.start(spec, { ...this.baseEnv(), ...spec.env });
+    if (proc.info.pid) this.byPid.set(proc.info.pid, proc);
+    void proc.exited.then(() => {
+      if (!proc.background) this.byPid.delete(proc.info.pid);
+      this.prune();
+    });
+    return proc;
+  }
+
+  get(pid: number): GuestProcess {
+    const p = this.byPid.get(pid);
+    if (!p) throw new WarrenError('PROCESS_NOT_FOUND', `no process ${pid}`);
+    return p;
+  }
+
+  list(): ProcessInfo[] {
+    return [...this.byPid.values()].filter((p) => p.background).map((p) => p.info);
+  }
+
+  remove(pid: number): void {
+    const p = this.get(pid);
+    if (p.running) p.killGroup('SIGKILL');
+    this.byPid.delete(pid);
+  }
+
+  private prune(): void {
+    const exited = [...this.byPid.values()].filter((p) => !p.running);
+    for (const p of exited.slice(0, Math.max(0, exited.length - MAX_EXITED_KEPT))) this.byPid.delete(p.info.pid);
+  }
+}

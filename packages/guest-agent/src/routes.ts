@@ -1,0 +1,136 @@
+/** Request routing for the guest agent's HTTP/2 API (see @warren/protocol/guest). */
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import { WarrenError } from '@warren/protocol/errors';
+import { GUEST_PATHS, type ExecEvent, type GuestHello, type GuestProcessStart } from '@warren/protocol/guest';
+import { readJson } from './body';
+import * as files from './files';
+import type { ProcessTable } from './processes';
+import { sendError, sendJson } from './respond';
+
+export interface GuestState {
+  sandboxId: string | null;
+  env: Record<string, string>;
+  connections: number;
+  readonly startedAt: number;
+  readonly processes: ProcessTable;
+  prepareCheckpoint(): void;
+}
+
+const NDJSON = { ':status': 200, 'content-type': 'application/x-ndjson' } as const;
+
+function streamEvents(stream: ServerHttp2Stream, subscribe: (l: (e: ExecEvent) => void) => () => void): void {
+  stream.respond(NDJSON);
+  const unsubscribe = subscribe((event) => {
+    if (stream.destroyed) return;
+    stream.write(JSON.stringify(event) + '\n');
+    if (event.type === 'exit') stream.end();
+  });
+  stream.on('close', unsubscribe);
+}
+
+export async function route(state: GuestState, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
+  const method = headers[':method'] ?? 'GET';
+  const url = new URL(headers[':path'] ?? '/', 'http://guest');
+  const path = url.pathname;
+  const q = url.searchParams;
+
+  if (path === GUEST_PATHS.health) {
+    return sendJson(stream, 200, {
+      ok: true,
+      sandbox_id: state.sandboxId,
+      pid: process.pid,
+      uptime_ms: Date.now() - state.startedAt,
+      connections: state.connections,
+    });
+  }
+  if (path === GUEST_PATHS.hello && method === 'POST') {
+    const hello = await readJson<GuestHello>(stream);
+    state.sandboxId = hello.sandbox_id;
+    state.env = hello.env ?? {};
+    return sendJson(stream, 200, { ok: true });
+  }
+  if (path === GUEST_PATHS.prepareCheckpoint && method === 'POST') {
+    stream.respond({ ':status': 200, 'content-type': 'application/json' });
+    stream.end('{"ok":true}', () => state.prepareCheckpoint());
+    return;
+  }
+
+  if (path === GUEST_PATHS.processes) {
+    if (method === 'GET') return sendJson(stream, 200, { items: state.processes.list() });
+    if (method === 'POST') {
+      const spec = await readJson<GuestProcessStart>(stream);
+      const proc = await state.processes.start(spec);
+      if (spec.background) {
+        // Wait a tick so a spawn failure (command not found) is already recorded.
+        await new Promise((r) => setImmediate(r));
+        return sendJson(stream, 201, proc.info);
+      }
+      return streamEvents(stream, (l) => proc.subscribe(l));
+    }
+  }
+  const procMatch = /^\/processes\/(\d+)(\/[a-z]+)?$/.exec(path);
+  if (procMatch) {
+    const proc = state.processes.get(Number(procMatch[1]));
+    const sub = procMatch[2] ?? '';
+    if (sub === '' && method === 'GET') return sendJson(stream, 200, proc.info);
+    if (sub === '' && method === 'DELETE') {
+      state.processes.remove(proc.info.pid);
+      return sendJson(stream, 200, { ok: true });
+    }
+    if (sub === '/events' && method === 'GET') {
+      if (q.get('follow') === '0') {
+        stream.respond(NDJSON);
+        proc.subscribe((e) => stream.write(JSON.stringify(e) + '\n'))();
+        stream.end();
+        return;
+      }
+      return streamEvents(stream, (l) => proc.subscribe(l));
+    }
+    if (sub === '/stdin' && method === 'POST') {
+      const body = await readJson<{ data?: string; eof?: boolean }>(stream);
+      proc.writeStdin(body.data ?? '', body.eof === true);
+      return sendJson(stream, 200, { ok: true });
+    }
+    if (sub === '/signal' && method === 'POST') {
+      const body = await readJson<{ signal?: NodeJS.Signals }>(stream);
+      proc.killGroup(body.signal ?? 'SIGTERM');
+      return sendJson(stream, 200, { ok: true });
+    }
+  }
+
+  if (path === GUEST_PATHS.files) {
+    const target = files.checkPath(q.get('path'));
+    if (method === 'GET') {
+      const { stream: source, size } = await files.openRead(target);
+      stream.respond({ ':status': 200, 'content-type': 'application/octet-stream', 'content-length': size });
+      source.pipe(stream);
+      source.on('error', () => stream.close());
+      return;
+    }
+    if (method === 'PUT') return sendJson(stream, 200, await files.writeFrom(target, stream, q.get('mode') ?? undefined));
+    if (method === 'DELETE') {
+      await files.remove(target, q.get('recursive') === '1');
+      return sendJson(stream, 200, { ok: true });
+    }
+  }
+  if (path === GUEST_PATHS.filesList && method === 'GET') {
+    return sendJson(stream, 200, { items: await files.list(files.checkPath(q.get('path'))) });
+  }
+  if (path === GUEST_PATHS.filesStat && method === 'GET') {
+    return sendJson(stream, 200, await files.info(files.checkPath(q.get('path'))));
+  }
+  if (path === GUEST_PATHS.filesMkdir && method === 'POST') {
+    const body = await readJson<{ path?: string; parents?: boolean }>(stream);
+    return sendJson(stream, 200, await files.makeDir(files.checkPath(body.path), body.parents !== false));
+  }
+  if (path === GUEST_PATHS.filesRename && method === 'POST') {
+    const body = await readJson<{ from?: string; to?: string }>(stream);
+    return sendJson(stream, 200, await files.move(files.checkPath(body.from), files.checkPath(body.to)));
+  }
+  throw new WarrenError('NOT_FOUND', `no guest route ${method} ${path}`);
+}
+
+export function handle(state: GuestState, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+  stream.on('error', () => {});
+  route(state, stream, headers).catch((err) => sendError(stream, err));
+}

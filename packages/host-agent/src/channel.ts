@@ -1,0 +1,207 @@
+/**
+ * The host end of a sandbox's agent channel: a Unix socket the guest agent
+ * dials, over which the host speaks HTTP/2 as the client. A new connection
+ * (after a restore, or after this process restarts) replaces the old one.
+ */
+import { connect as h2connect, constants, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
+import { createServer, type Server, type Socket } from 'node:net';
+import { unlink } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { WarrenError, isErrorCode, type ErrorBody } from '@warren/protocol';
+import { GUEST_PATHS, type GuestHello } from '@warren/protocol/guest';
+
+export interface GuestResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: ClientHttp2Stream;
+}
+
+export interface GuestRequest {
+  method?: string;
+  path: string;
+  query?: Record<string, string | undefined>;
+  json?: unknown;
+  body?: Readable;
+  contentLength?: number;
+}
+
+export class GuestChannel {
+  private server: Server | null = null;
+  private session: ClientHttp2Session | null = null;
+  private readyWaiters: Array<() => void> = [];
+
+  constructor(
+    readonly socketPath: string,
+    private readonly hello: () => GuestHello,
+  ) {}
+
+  get connected(): boolean {
+    return this.session !== null && !this.session.closed && !this.session.destroyed;
+  }
+
+  async listen(): Promise<void> {
+    await unlink(this.socketPath).catch(() => undefined);
+    const server = createServer((socket) => this.adopt(socket));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.socketPath, () => resolve());
+    });
+    this.server = server;
+  }
+
+  private adopt(socket: Socket): void {
+    const session = h2connect('http://guest', {
+      createConnection: () => socket,
+      settings: { initialWindowSize: 4 * 1024 * 1024 },
+    });
+    session.on('error', () => undefined);
+    session.on('close', () => {
+      if (this.session === session) {
+        this.session = null;
+        this.ready = false;
+      }
+    });
+    const previous = this.session;
+    this.session = session;
+    previous?.destroy();
+    this.ready = false;
+    this.sendHello(session).then(
+      () => {
+        if (this.session !== session) return;
+        this.ready = true;
+        const waiters = this.readyWaiters;
+        this.readyWaiters = [];
+        for (const w of waiters) w();
+      },
+      () => session.destroy(),
+    );
+  }
+
+  private async sendHello(session: ClientHttp2Session): Promise<void> {
+    const res = await this.requestOn(session, { method: 'POST', path: GUEST_PATHS.hello, json: this.hello() });
+    await drain(res.body);
+    if (res.status !== 200) throw new WarrenError('GUEST_UNAVAILABLE', 'guest agent refused hello');
+  }
+
+  /** The current connection has accepted the hello: the guest knows who it is. */
+  private ready = false;
+
+  /** Resolves once a guest has connected and accepted the hello. */
+  waitReady(timeoutMs: number): Promise<void> {
+    if (this.connected && this.ready) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.readyWaiters = this.readyWaiters.filter((w) => w !== done);
+        reject(new WarrenError('GUEST_UNAVAILABLE', `guest agent did not connect within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.readyWaiters.push(done);
+    });
+  }
+
+  /** Stops accepting connections and removes the socket file (before a checkpoint). */
+  async closeListener(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    // close() stops accepting at once; its callback would wait for the live connection too.
+    server?.close();
+    await unlink(this.socketPath).catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    await this.closeListener();
+    this.session?.destroy();
+    this.session = null;
+    this.ready = false;
+  }
+
+  /** Waits until the current connection is gone (the guest dropped it). */
+  async waitDisconnected(timeoutMs: number): Promise<void> {
+    const session = this.session;
+    if (!session) return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new WarrenError('GUEST_UNAVAILABLE', 'guest agent did not disconnect')), timeoutMs);
+      session.once('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      if (session.closed || session.destroyed) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    this.ready = false;
+  }
+
+  request(req: GuestRequest): Promise<GuestResponse> {
+    const session = this.session;
+    if (!session || !this.ready || session.closed || session.destroyed) {
+      return Promise.reject(new WarrenError('GUEST_UNAVAILABLE', 'sandbox agent is not connected'));
+    }
+    return this.requestOn(session, req);
+  }
+
+  private requestOn(session: ClientHttp2Session, req: GuestRequest): Promise<GuestResponse> {
+    const url = new URL(req.path, 'http://guest');
+    for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
+    const headers: Record<string, string | number> = {
+      [constants.HTTP2_HEADER_METHOD]: req.method ?? 'GET',
+      [constants.HTTP2_HEADER_PATH]: url.pathname + url.search,
+    };
+    if (req.json !== undefined) headers['content-type'] = 'application/json';
+    if (req.contentLength !== undefined) headers['content-length'] = req.contentLength;
+    return new Promise<GuestResponse>((resolve, reject) => {
+      let stream: ClientHttp2Stream;
+      try {
+        stream = session.request(headers, { endStream: req.json === undefined && req.body === undefined });
+      } catch (err) {
+        reject(new WarrenError('GUEST_UNAVAILABLE', `sandbox agent channel failed: ${(err as Error).message}`));
+        return;
+      }
+      const fail = (err: Error) =>
+        reject(err instanceof WarrenError ? err : new WarrenError('GUEST_UNAVAILABLE', `sandbox agent channel failed: ${err.message}`));
+      stream.once('error', fail);
+      stream.once('response', (h) => {
+        stream.off('error', fail);
+        stream.on('error', () => undefined);
+        resolve({ status: Number(h[':status']), headers: h, body: stream });
+      });
+      if (req.json !== undefined) stream.end(JSON.stringify(req.json));
+      else if (req.body) {
+        req.body.on('error', (err) => stream.destroy(err));
+        req.body.pipe(stream);
+      }
+    });
+  }
+
+  /** A JSON request; guest error bodies become WarrenErrors with the guest's code. */
+  async json<T>(req: GuestRequest): Promise<T> {
+    const res = await this.request(req);
+    const text = await readText(res.body);
+    if (res.status >= 400) throw errorFrom(res.status, text);
+    return (text ? JSON.parse(text) : {}) as T;
+  }
+}
+
+export function errorFrom(status: number, text: string): WarrenError {
+  try {
+    const body = JSON.parse(text) as ErrorBody;
+    if (isErrorCode(body.error?.code)) return new WarrenError(body.error.code, body.error.message);
+  } catch {
+    // not a JSON error body
+  }
+  return new WarrenError('INTERNAL', `guest agent answered ${status}`);
+}
+
+export async function readText(stream: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function drain(stream: Readable): Promise<void> {
+  for await (const _ of stream) void _;
+}

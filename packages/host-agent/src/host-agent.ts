@@ -1,0 +1,242 @@
+/**
+ * The host agent: owns the sandboxes of one host. It admits them against a
+ * memory budget, restores them from template snapshots through a runtime
+ * driver, and holds each one's agent channel. The control plane talks to it
+ * only through this class's public methods, so running it in another process
+ * later is a transport change, not a rewrite.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { WarrenError, GUEST_PATHS, type GuestHello } from '@warren/protocol';
+import { GuestChannel } from './channel';
+import type { RuntimeDriver, SandboxSpec } from './runtime/driver';
+import { ensureGuestBundle, type GuestBundle } from './templates/guest-bundle';
+import { BUILTIN_TEMPLATES, TemplateCatalog, type TemplateRecord } from './templates/catalog';
+import type { Progress } from './templates/rootfs';
+
+export interface HostAgentConfig {
+  hostId: string;
+  /** Per-sandbox state (channel sockets, bundles, logs). */
+  sandboxesDir: string;
+  templatesDir: string;
+  memoryBudgetMb: number;
+  debianMirror: string;
+  /** How long a restored guest agent may take to dial in. */
+  readyTimeoutMs: number;
+}
+
+export interface CreateOnHost {
+  id: string;
+  template: string;
+  cpu: number;
+  memoryMb: number;
+  env: Record<string, string>;
+}
+
+interface HostSandbox {
+  id: string;
+  memoryMb: number;
+  channel: GuestChannel;
+  workDir: string;
+}
+
+/** A cleanup stack: what a step created is undone, in reverse order, when a later step fails. */
+class Undo {
+  private readonly steps: Array<() => Promise<unknown>> = [];
+  push(step: () => Promise<unknown>): void {
+    this.steps.push(step);
+  }
+  async run(): Promise<void> {
+    for (const step of this.steps.reverse()) await step().catch(() => undefined);
+  }
+}
+
+export class HostAgent {
+  readonly templates: TemplateCatalog;
+  private readonly sandboxes = new Map<string, HostSandbox>();
+  /** Memory reserved by sandboxes being created or running, in MiB. */
+  private reservedMb = 0;
+  private guest: GuestBundle | null = null;
+
+  constructor(
+    readonly config: HostAgentConfig,
+    readonly driver: RuntimeDriver,
+  ) {
+    this.templates = new TemplateCatalog(config.templatesDir, config.debianMirror);
+  }
+
+  get id(): string {
+    return this.config.hostId;
+  }
+
+  capacity(): { memory_budget_mb: number; memory_reserved_mb: number; sandboxes: number } {
+    return { memory_budget_mb: this.config.memoryBudgetMb, memory_reserved_mb: this.reservedMb, sandboxes: this.sandboxes.size };
+  }
+
+  private async guestBundle(): Promise<GuestBundle> {
+    this.guest ??= await ensureGuestBundle(join(this.config.templatesDir, '.guest'));
+    return this.guest;
+  }
+
+  /**
+   * Makes sure a built-in template has its root filesystem and a snapshot baked
+   * with the current guest agent and runtime; builds what is missing.
+   */
+  async ensureTemplate(name: string, progress: Progress): Promise<TemplateRecord> {
+    const recipe = BUILTIN_TEMPLATES[name];
+    if (!recipe) throw new WarrenError('TEMPLATE_NOT_FOUND', `no built-in template ${name}`);
+    const guest = await this.guestBundle();
+    const runtimeVersion = `${this.driver.name} ${await this.driver.version()}`;
+    const existing = await this.templates.read(name);
+    if (existing?.state === 'ready' && existing.guest_key === guest.key && existing.runtime_version === runtimeVersion) {
+      return existing;
+    }
+    const rootfs = await this.templates.ensureRootfs(recipe, progress);
+    progress(`baking snapshot of template ${name}`);
+    const started = Date.now();
+    const image = await this.bake(rootfs, guest, recipe.maxCpu, recipe.maxMemoryMb, join(this.templates.dir(name), 'snapshot.tmp'));
+    const rec = await this.templates.commit(recipe, image, guest.key, runtimeVersion);
+    progress(`template ${name} ready (snapshot baked in ${Date.now() - started} ms)`);
+    return rec;
+  }
+
+  /** Boots a sandbox from a root filesystem, waits for its agent, warms it up and checkpoints it. */
+  private async bake(rootfs: string, guest: GuestBundle, cpu: number, memoryMb: number, imageDir: string): Promise<string> {
+    const id = `bake-${randomBytes(6).toString('hex')}`;
+    const workDir = join(this.config.sandboxesDir, id);
+    const channelDir = join(workDir, 'chan');
+    await mkdir(channelDir, { recursive: true });
+    const channel = new GuestChannel(join(channelDir, 'agent.sock'), () => ({ sandbox_id: id, env: {} }));
+    const spec: SandboxSpec = { id, rootfs, guestDir: guest.dir, channelDir, workDir, cpu, memoryMb, hostname: 'warren', env: {} };
+    try {
+      await channel.listen();
+      await this.driver.boot(spec);
+      await channel.waitReady(60_000);
+      // Warm the paths every create uses first, so restored copies start warm.
+      for (let i = 0; i < 3; i++) {
+        await channel.json({ method: 'POST', path: GUEST_PATHS.processes, json: { cmd: 'true', args: [], background: true } });
+        await channel.json({ method: 'GET', path: GUEST_PATHS.filesStat, query: { path: '/' } });
+      }
+      await channel.closeListener();
+      await channel.json({ method: 'POST', path: GUEST_PATHS.prepareCheckpoint });
+      await channel.waitDisconnected(10_000);
+      await rm(imageDir, { recursive: true, force: true });
+      await this.driver.checkpoint(id, imageDir);
+      return imageDir;
+    } finally {
+      await channel.close();
+      await this.driver.destroy(id);
+      await rm(workDir, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Restores a new sandbox from its template's snapshot. Refused at once when
+   * it does not fit the memory budget; on any failure nothing is left behind.
+   */
+  async createSandbox(req: CreateOnHost): Promise<void> {
+    const template = await this.templates.get(req.template);
+    const guest = await this.guestBundle();
+    if (this.sandboxes.has(req.id)) throw new WarrenError('INTERNAL', `sandbox ${req.id} already exists on this host`);
+    if (this.reservedMb + req.memoryMb > this.config.memoryBudgetMb) {
+      throw new WarrenError(
+        'INSUFFICIENT_CAPACITY',
+        `not enough memory on host ${this.id}: ${req.memoryMb} MiB requested, ${this.config.memoryBudgetMb - this.reservedMb} MiB of ${this.config.memoryBudgetMb} MiB free`,
+        { requested_mb: req.memoryMb, free_mb: this.config.memoryBudgetMb - this.reservedMb },
+      );
+    }
+    const undo = new Undo();
+    this.reservedMb += req.memoryMb;
+    undo.push(async () => (this.reservedMb -= req.memoryMb));
+    try {
+      const workDir = join(this.config.sandboxesDir, req.id);
+      const channelDir = join(workDir, 'chan');
+      await mkdir(channelDir, { recursive: true });
+      undo.push(() => rm(workDir, { recursive: true, force: true }));
+      const channel = new GuestChannel(join(channelDir, 'agent.sock'), (): GuestHello => ({ sandbox_id: req.id, env: req.env }));
+      await channel.listen();
+      undo.push(() => channel.close());
+      const spec: SandboxSpec = {
+        id: req.id,
+        rootfs: template.rootfs,
+        guestDir: guest.dir,
+        channelDir,
+        workDir,
+        cpu: req.cpu,
+        memoryMb: req.memoryMb,
+        hostname: req.id.replace(/_/g, '-'),
+        env: {},
+      };
+      undo.push(() => this.driver.destroy(req.id));
+      await this.driver.restore(spec, template.snapshot);
+      await channel.waitReady(this.config.readyTimeoutMs);
+      this.sandboxes.set(req.id, { id: req.id, memoryMb: req.memoryMb, channel, workDir });
+    } catch (err) {
+      await undo.run();
+      throw err;
+    }
+  }
+
+  channel(id: string): GuestChannel {
+    const sbx = this.sandboxes.get(id);
+    if (!sbx) throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${id} is not running on host ${this.id}`);
+    return sbx.channel;
+  }
+
+  has(id: string): boolean {
+    return this.sandboxes.has(id);
+  }
+
+  /** Stops and removes a sandbox with everything it held on this host; safe to repeat. */
+  async destroySandbox(id: string): Promise<void> {
+    const sbx = this.sandboxes.get(id);
+    this.sandboxes.delete(id);
+    if (sbx) {
+      this.reservedMb -= sbx.memoryMb;
+      await sbx.channel.close();
+    }
+    await this.driver.destroy(id);
+    await rm(join(this.config.sandboxesDir, id), { recursive: true, force: true });
+  }
+
+  /**
+   * After a restart: takes back the sandboxes the store says are running here
+   * (their guest agents redial the new listener) and destroys what the runtime
+   * holds that nobody knows about. Returns the ids that could not be recovered.
+   */
+  async reconcile(expected: Array<Omit<CreateOnHost, 'template' | 'cpu'>>): Promise<string[]> {
+    const running = new Set(await this.driver.list());
+    const lost: string[] = [];
+    for (const sbx of expected) {
+      if (!running.has(sbx.id)) {
+        lost.push(sbx.id);
+        await this.destroySandbox(sbx.id);
+        continue;
+      }
+      running.delete(sbx.id);
+      const workDir = join(this.config.sandboxesDir, sbx.id);
+      const channel = new GuestChannel(join(workDir, 'chan', 'agent.sock'), () => ({ sandbox_id: sbx.id, env: sbx.env }));
+      await mkdir(join(workDir, 'chan'), { recursive: true });
+      await channel.listen();
+      this.sandboxes.set(sbx.id, { id: sbx.id, memoryMb: sbx.memoryMb, channel, workDir });
+      this.reservedMb += sbx.memoryMb;
+      try {
+        await channel.waitReady(this.config.readyTimeoutMs);
+      } catch {
+        lost.push(sbx.id);
+        await this.destroySandbox(sbx.id);
+      }
+    }
+    for (const orphan of running) await this.driver.destroy(orphan);
+    return lost;
+  }
+
+  /** Closes channels; with destroy, also removes every sandbox (tests, and `warren down`). */
+  async close(opts: { destroy?: boolean } = {}): Promise<void> {
+    for (const id of [...this.sandboxes.keys()]) {
+      if (opts.destroy) await this.destroySandbox(id);
+      else await this.sandboxes.get(id)?.channel.close();
+    }
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The one interface every sandbox runtime implements (gVisor today; microVM
+ * drivers slot in here). The rest of Warren never imports a driver directly:
+ * it gets one from the factory in ./index.ts.
+ */
+
+export interface SandboxSpec {
+  /** Runtime container id (the sandbox id). */
+  id: string;
+  /** Read-only root filesystem directory, shared by every sandbox of a template. */
+  rootfs: string;
+  /** Host directory with the guest agent and its Node.js runtime, mounted read-only at /opt/warren. */
+  guestDir: string;
+  /** Host directory that holds the agent channel socket, mounted at /run/warren. */
+  channelDir: string;
+  /** Per-sandbox working directory of the driver (bundle, logs). */
+  workDir: string;
+  cpu: number;
+  memoryMb: number;
+  hostname: string;
+  /** Environment of the guest agent (the sandbox's first process). */
+  env: Record<string, string>;
+}
+
+export interface DriverCapabilities {
+  /** Can save a running sandbox to an image and restore copies of it. */
+  checkpoint: boolean;
+  /** Can freeze and thaw a sandbox's CPU in place. */
+  pause: boolean;
+  /** How sandboxes reach the network: not at all, or through a per-sandbox netstack. */
+  network: 'none' | 'netstack';
+}
+
+export interface RuntimeDriver {
+  readonly name: string;
+  readonly capabilities: DriverCapabilities;
+  version(): Promise<string>;
+  /** Cold-boots a sandbox (used to bake template snapshots). */
+  boot(spec: SandboxSpec): Promise<void>;
+  /** Starts a sandbox from a checkpoint image; the spec's mounts must match the image's. */
+  restore(spec: SandboxSpec, imageDir: string): Promise<void>;
+  /** Saves the sandbox into imageDir; the sandbox is stopped afterwards. */
+  checkpoint(id: string, imageDir: string): Promise<void>;
+  pause(id: string): Promise<void>;
+  resume(id: string): Promise<void>;
+  /** Stops and removes a sandbox and everything the runtime holds for it; safe to repeat. */
+  destroy(id: string): Promise<void>;
+  /** Ids of the sandboxes the runtime currently holds (for reconciliation after a restart). */
+  list(): Promise<string[]>;
+}

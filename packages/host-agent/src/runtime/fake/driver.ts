@@ -1,0 +1,90 @@
+/**
+ * A fake driver for unit tests of scheduling and lifecycle logic only. It
+ * runs the guest agent as an ordinary host process (no isolation at all), so
+ * it must never back a feature test or a real deployment.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { GUEST_CHANNEL_SOCKET, WarrenError } from '@warren/protocol';
+import type { DriverCapabilities, RuntimeDriver, SandboxSpec } from '../driver';
+
+const AGENT_ENTRY = fileURLToPath(new URL('../../../../guest-agent/src/main.ts', import.meta.url));
+
+type Operation = 'boot' | 'restore' | 'checkpoint' | 'destroy';
+
+export class FakeDriver implements RuntimeDriver {
+  readonly name = 'fake';
+  readonly capabilities: DriverCapabilities = { checkpoint: true, pause: true, network: 'none' };
+  readonly calls: Array<{ op: string; id: string }> = [];
+  private readonly running = new Map<string, ChildProcess>();
+  private readonly failures = new Map<Operation, string>();
+
+  /** Makes the next call of `op` fail with RUNTIME_ERROR. */
+  failNext(op: Operation, message = `injected ${op} failure`): void {
+    this.failures.set(op, message);
+  }
+
+  private check(op: Operation, id: string): void {
+    this.calls.push({ op, id });
+    const message = this.failures.get(op);
+    if (message) {
+      this.failures.delete(op);
+      throw new WarrenError('RUNTIME_ERROR', message);
+    }
+  }
+
+  async version(): Promise<string> {
+    return 'fake-1';
+  }
+
+  private start(spec: SandboxSpec): void {
+    const child = spawn(process.execPath, ['--import', 'tsx', AGENT_ENTRY], {
+      env: { ...process.env, ...spec.env, WARREN_CHANNEL: join(spec.channelDir, GUEST_CHANNEL_SOCKET) },
+      stdio: 'ignore',
+    });
+    this.running.set(spec.id, child);
+  }
+
+  async boot(spec: SandboxSpec): Promise<void> {
+    this.check('boot', spec.id);
+    this.start(spec);
+  }
+
+  async restore(spec: SandboxSpec, imageDir: string): Promise<void> {
+    this.check('restore', spec.id);
+    void imageDir;
+    this.start(spec);
+  }
+
+  async checkpoint(id: string, imageDir: string): Promise<void> {
+    this.check('checkpoint', id);
+    await mkdir(imageDir, { recursive: true });
+    await writeFile(join(imageDir, 'fake.img'), id);
+    await this.destroy(id);
+  }
+
+  async pause(id: string): Promise<void> {
+    this.running.get(id)?.kill('SIGSTOP');
+  }
+
+  async resume(id: string): Promise<void> {
+    this.running.get(id)?.kill('SIGCONT');
+  }
+
+  async destroy(id: string): Promise<void> {
+    this.calls.push({ op: 'destroy', id });
+    const child = this.running.get(id);
+    this.running.delete(id);
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+    }
+  }
+
+  async list(): Promise<string[]> {
+    return [...this.running.keys()];
+  }
+}

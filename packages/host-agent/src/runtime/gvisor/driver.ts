@@ -1,0 +1,91 @@
+import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { DriverCapabilities, RuntimeDriver, SandboxSpec } from '../driver';
+import { ociSpec } from './oci-spec';
+import { runsc, type RunscOptions } from './runsc';
+
+const CGROUP_ROOT = '/sys/fs/cgroup';
+
+/** gVisor (runsc) driver: sandboxes without a network device, root overlay in sandbox memory. */
+export class GvisorDriver implements RuntimeDriver {
+  readonly name = 'gvisor';
+  readonly capabilities: DriverCapabilities = { checkpoint: true, pause: true, network: 'none' };
+
+  constructor(private readonly opts: RunscOptions) {}
+
+  async version(): Promise<string> {
+    const out = await runsc(this.opts, ['--version']);
+    return /runsc version (\S+)/.exec(out)?.[1] ?? out.trim();
+  }
+
+  private async writeBundle(spec: SandboxSpec): Promise<{ bundle: string; log: string }> {
+    const bundle = join(spec.workDir, 'bundle');
+    await mkdir(bundle, { recursive: true });
+    await writeFile(join(bundle, 'config.json'), JSON.stringify(ociSpec(spec)));
+    return { bundle, log: join(spec.workDir, 'runsc.log') };
+  }
+
+  async boot(spec: SandboxSpec): Promise<void> {
+    const { bundle, log } = await this.writeBundle(spec);
+    await runsc(this.opts, ['run', '-detach', '--bundle', bundle, spec.id], log);
+  }
+
+  async restore(spec: SandboxSpec, imageDir: string): Promise<void> {
+    const { bundle, log } = await this.writeBundle(spec);
+    await runsc(this.opts, ['restore', '-detach', '--image-path', imageDir, '--bundle', bundle, spec.id], log);
+  }
+
+  async checkpoint(id: string, imageDir: string): Promise<void> {
+    await mkdir(imageDir, { recursive: true });
+    await runsc(this.opts, ['checkpoint', '--image-path', imageDir, id]);
+  }
+
+  async pause(id: string): Promise<void> {
+    await runsc(this.opts, ['pause', id]);
+  }
+
+  async resume(id: string): Promise<void> {
+    await runsc(this.opts, ['resume', id]);
+  }
+
+  /**
+   * Kills the sandbox process directly (runsc's own graceful stop takes seconds),
+   * then lets runsc remove its state, and removes cgroups runsc may leave behind.
+   */
+  async destroy(id: string): Promise<void> {
+    const pid = await this.sandboxPid(id);
+    if (pid > 0) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await runsc(this.opts, ['delete', '-force', id]).catch(() => undefined);
+    await this.removeCgroups(id);
+  }
+
+  private async sandboxPid(id: string): Promise<number> {
+    try {
+      const state = JSON.parse(await runsc(this.opts, ['state', id])) as { pid?: number };
+      return state.pid ?? -1;
+    } catch {
+      return -1;
+    }
+  }
+
+  private async removeCgroups(id: string): Promise<void> {
+    const controllers = ['cpu', 'cpuacct', 'cpuset', 'memory', 'devices', 'freezer', 'blkio', 'pids', 'systemd', 'unified'];
+    await Promise.all(controllers.map((c) => rmdir(join(CGROUP_ROOT, c, id)).catch(() => undefined)));
+  }
+
+  async list(): Promise<string[]> {
+    const out = await runsc(this.opts, ['list', '-quiet']).catch(() => '');
+    return out.split('\n').map((l) => l.trim()).filter(Boolean);
+  }
+
+  /** The runsc log of a sandbox, for error reports. */
+  static async log(workDir: string): Promise<string> {
+    return readFile(join(workDir, 'runsc.log'), 'utf8').catch(() => '');
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * Templates on disk: a root filesystem, default and maximum sizing, and a
+ * baked snapshot (a booted sandbox with its guest agent ready, checkpointed)
+ * that every create restores.
+ *
+ *   <templates>/<name>/rootfs/         read-only root shared by every sandbox
+ *   <templates>/<name>/snapshot/       checkpoint image
+ *   <templates>/<name>/template.json   metadata below
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { WarrenError, newId, type Template } from '@warren/protocol';
+import { debootstrap, type Progress } from './rootfs';
+
+export interface TemplateRecipe {
+  name: string;
+  suite: string;
+  packages: string[];
+  defaultCpu: number;
+  defaultMemoryMb: number;
+  maxCpu: number;
+  maxMemoryMb: number;
+}
+
+/** The official templates this release knows how to build. */
+export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
+  base: {
+    name: 'base',
+    suite: 'bookworm',
+    packages: ['python3'],
+    defaultCpu: 1,
+    defaultMemoryMb: 512,
+    maxCpu: 2,
+    maxMemoryMb: 4096,
+  },
+};
+
+export interface TemplateRecord extends Template {
+  rootfs: string;
+  snapshot: string;
+  guest_key: string;
+  runtime_version: string;
+}
+
+async function duBytes(dir: string): Promise<number> {
+  let total = 0;
+  const walk = async (d: string): Promise<void> => {
+    for (const e of await readdir(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else if (e.isFile()) total += (await stat(p)).size;
+    }
+  };
+  await walk(dir).catch(() => undefined);
+  return total;
+}
+
+export class TemplateCatalog {
+  constructor(
+    readonly root: string,
+    private readonly mirror: string,
+  ) {}
+
+  dir(name: string): string {
+    return join(this.root, name);
+  }
+
+  async list(): Promise<TemplateRecord[]> {
+    await mkdir(this.root, { recursive: true });
+    const out: TemplateRecord[] = [];
+    for (const name of (await readdir(this.root)).sort()) {
+      const rec = await this.read(name);
+      if (rec) out.push(rec);
+    }
+    return out;
+  }
+
+  async read(name: string): Promise<TemplateRecord | null> {
+    try {
+      return JSON.parse(await readFile(join(this.dir(name), 'template.json'), 'utf8')) as TemplateRecord;
+    } catch {
+      return null;
+    }
+  }
+
+  async get(name: string): Promise<TemplateRecord> {
+    const rec = await this.read(name);
+    if (!rec) throw new WarrenError('TEMPLATE_NOT_FOUND', `template ${JSON.stringify(name)} does not exist`);
+    if (rec.state !== 'ready') throw new WarrenError('TEMPLATE_NOT_READY', `template ${name} is ${rec.state}`);
+    return rec;
+  }
+
+  /** Builds the root filesystem of a built-in template if it is missing. */
+  async ensureRootfs(recipe: TemplateRecipe, progress: Progress): Promise<string> {
+    const rootfs = join(this.dir(recipe.name), 'rootfs');
+    if (existsSync(join(rootfs, 'usr/bin'))) return rootfs;
+    progress(`building root filesystem of template ${recipe.name} (debootstrap ${recipe.suite})`);
+    await debootstrap(rootfs, { suite: recipe.suite, packages: recipe.packages, mirror: this.mirror }, progress);
+    return rootfs;
+  }
+
+  /** Writes the record of a freshly baked snapshot (moved into place atomically). */
+  async commit(
+    recipe: TemplateRecipe,
+    bakedImage: string,
+    guestKey: string,
+    runtimeVersion: string,
+  ): Promise<TemplateRecord> {
+    const dir = this.dir(recipe.name);
+    const snapshot = join(dir, 'snapshot');
+    const previous = await this.read(recipe.name);
+    await rm(snapshot, { recursive: true, force: true });
+    await rename(bakedImage, snapshot);
+    const rec: TemplateRecord = {
+      id: previous?.id ?? newId('template'),
+      name: recipe.name,
+      state: 'ready',
+      default_cpu: recipe.defaultCpu,
+      default_memory_mb: recipe.defaultMemoryMb,
+      max_cpu: recipe.maxCpu,
+      max_memory_mb: recipe.maxMemoryMb,
+      rootfs_bytes: await duBytes(join(dir, 'rootfs')),
+      snapshot_bytes: await duBytes(snapshot),
+      built_at: new Date().toISOString(),
+      rootfs: join(dir, 'rootfs'),
+      snapshot,
+      guest_key: guestKey,
+      runtime_version: runtimeVersion,
+    };
+    await writeFile(join(dir, 'template.json.tmp'), JSON.stringify(rec, null, 2));
+    await rename(join(dir, 'template.json.tmp'), join(dir, 'template.json'));
+    return rec;
+  }
+}

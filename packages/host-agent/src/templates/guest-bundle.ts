@@ -1,0 +1,74 @@
+/**
+ * The guest bundle: the guest agent (bundled into one file) plus a private
+ * copy of this host's Node.js binary, its shared libraries and its dynamic
+ * loader. It is mounted read-only at /opt/warren and started through its own
+ * loader, so it runs in any image whatever that image's libc is.
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFile, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { existsSync, realpathSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const AGENT_ENTRY = fileURLToPath(new URL('../../../guest-agent/src/main.ts', import.meta.url));
+
+async function bundleAgent(): Promise<string> {
+  const result = await build({
+    entryPoints: [AGENT_ENTRY],
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    write: false,
+    minify: false,
+    legalComments: 'none',
+  });
+  const file = result.outputFiles[0];
+  if (!file) throw new Error('esbuild produced no guest agent bundle');
+  return file.text;
+}
+
+/** Shared libraries of a binary as ldd reports them, plus the dynamic loader. */
+function sharedLibraries(binary: string): string[] {
+  const out = execFileSync('ldd', [binary], { encoding: 'utf8' });
+  const libs: string[] = [];
+  for (const line of out.split('\n')) {
+    const m = /(?:=>\s*)?(\/\S+)\s+\(0x/.exec(line);
+    if (m?.[1]) libs.push(m[1]);
+  }
+  return libs;
+}
+
+export interface GuestBundle {
+  dir: string;
+  /** Changes whenever the agent code or the runtime changes; template snapshots record it. */
+  key: string;
+}
+
+export async function ensureGuestBundle(root: string): Promise<GuestBundle> {
+  const agent = await bundleAgent();
+  const node = realpathSync(process.execPath);
+  const nodeStat = await stat(node);
+  const key = createHash('sha256')
+    .update(agent)
+    .update(`${process.version}:${nodeStat.size}:${nodeStat.mtimeMs}`)
+    .digest('hex')
+    .slice(0, 16);
+  const dir = join(root, key);
+  if (existsSync(join(dir, 'agent.js'))) return { dir, key };
+
+  const tmp = `${dir}.tmp-${process.pid}`;
+  await rm(tmp, { recursive: true, force: true });
+  await mkdir(join(tmp, 'lib'), { recursive: true });
+  await copyFile(node, join(tmp, 'node'));
+  for (const lib of sharedLibraries(node)) {
+    // The loader must be reachable under its usual name for `ld-linux-x86-64.so.2 --library-path`.
+    await copyFile(realpathSync(lib), join(tmp, 'lib', basename(lib)));
+  }
+  await writeFile(join(tmp, 'agent.js'), agent);
+  await rm(dir, { recursive: true, force: true });
+  await rename(tmp, dir);
+  return { dir, key };
+}

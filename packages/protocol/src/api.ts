@@ -1,0 +1,243 @@
+/**
+ * The REST contract, declared once as TypeBox schemas. The server validates
+ * requests with them, the OpenAPI document is generated from them, and the SDK
+ * takes its types from them.
+ */
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+
+const Strict = { additionalProperties: false } as const;
+
+export const Labels = Type.Record(Type.String({ minLength: 1, maxLength: 63 }), Type.String({ maxLength: 256 }), {
+  description: 'Free-form string labels; list sandboxes by them with `metadata.<key>=<value>`.',
+});
+export const EnvVars = Type.Record(Type.String({ minLength: 1, maxLength: 256, pattern: '^[^=\\u0000]+$' }), Type.String({ maxLength: 32768 }));
+
+export const SandboxState = Type.Union(
+  [Type.Literal('creating'), Type.Literal('running'), Type.Literal('stopping'), Type.Literal('stopped'), Type.Literal('error')],
+  { description: 'Lifecycle state.' },
+);
+export type SandboxState = Static<typeof SandboxState>;
+
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) }, Strict);
+
+export const CreateSandboxRequest = Type.Object(
+  {
+    template: Type.String({ default: 'base', minLength: 1, maxLength: 64 }),
+    metadata: Type.Optional(Labels),
+    env: Type.Optional(EnvVars),
+    ttl_seconds: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600, description: 'Destroyed after this long without API activity. Default 3600.' }),
+    ),
+    cpu: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 64, description: 'vCPUs; within the template limits.' })),
+    memory_mb: Type.Optional(Type.Integer({ minimum: 1, maximum: 1024 * 1024, description: 'Memory limit; within the template limits.' })),
+  },
+  Strict,
+);
+export type CreateSandboxRequest = Static<typeof CreateSandboxRequest>;
+
+export const UpdateSandboxRequest = Type.Object(
+  {
+    metadata: Type.Optional(Labels),
+    ttl_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 })),
+  },
+  Strict,
+);
+export type UpdateSandboxRequest = Static<typeof UpdateSandboxRequest>;
+
+export const Sandbox = Type.Object({
+  id: Type.String({ examples: ['sbx_0123456789abcdef'] }),
+  org_id: Type.String(),
+  template: Type.String(),
+  state: SandboxState,
+  cpu: Type.Number(),
+  memory_mb: Type.Integer(),
+  metadata: Labels,
+  env_keys: Type.Array(Type.String(), { description: 'Names of the sandbox-wide env vars (values are never returned).' }),
+  ttl_seconds: Type.Integer(),
+  host_id: Type.String(),
+  created_at: Type.String({ format: 'date-time' }),
+  last_activity_at: Type.String({ format: 'date-time' }),
+  expires_at: Type.String({ format: 'date-time', description: 'last_activity_at + ttl_seconds' }),
+  stopped_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  stop_reason: Type.Union([Type.String(), Type.Null()]),
+});
+export type Sandbox = Static<typeof Sandbox>;
+
+export const ListSandboxesQuery = Type.Object(
+  {
+    state: Type.Optional(SandboxState),
+    limit: Type.Integer({ minimum: 1, maximum: 500, default: 50 }),
+    cursor: Type.Optional(Type.String({ maxLength: 200 })),
+  },
+  { additionalProperties: false, patternProperties: { '^metadata\\..+$': Type.String({ maxLength: 256 }) } },
+);
+export type ListSandboxesQuery = Static<typeof ListSandboxesQuery> & Record<`metadata.${string}`, string>;
+
+export const SandboxList = Type.Object({
+  items: Type.Array(Sandbox),
+  next_cursor: Type.Union([Type.String(), Type.Null()]),
+});
+export type SandboxList = Static<typeof SandboxList>;
+
+export const DeleteResult = Type.Object({ id: Type.String(), deleted: Type.Boolean() });
+
+// ---- exec and processes ----
+
+export const ExecRequest = Type.Object(
+  {
+    cmd: Type.String({ minLength: 1, maxLength: 4096, description: 'Program to run, looked up on PATH. No shell is involved.' }),
+    args: Type.Array(Type.String({ maxLength: 131072 }), { default: [], maxItems: 4096 }),
+    env: Type.Optional(EnvVars),
+    cwd: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+    stdin: Type.Optional(Type.String({ maxLength: 16 * 1024 * 1024, description: 'Written to the process stdin, then closed.' })),
+    timeout: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 86400, description: 'Seconds; the process group is killed after it.' })),
+    background: Type.Optional(Type.Boolean({ description: 'Start and return at once with the process; reattach with /processes.' })),
+  },
+  Strict,
+);
+export type ExecRequest = Static<typeof ExecRequest>;
+
+export const ExecResult = Type.Object({
+  pid: Type.Integer(),
+  exit_code: Type.Integer({ description: '127 when the program is not found; 128+N when killed by signal N.' }),
+  signal: Type.Union([Type.String(), Type.Null()]),
+  stdout: Type.String(),
+  stderr: Type.String(),
+  timed_out: Type.Boolean(),
+  duration_ms: Type.Number(),
+});
+export type ExecResult = Static<typeof ExecResult>;
+
+export const ExecEvent = Type.Union([
+  Type.Object({ type: Type.Literal('start'), pid: Type.Integer() }),
+  Type.Object({ type: Type.Literal('stdout'), data: Type.String() }),
+  Type.Object({ type: Type.Literal('stderr'), data: Type.String() }),
+  Type.Object({
+    type: Type.Literal('exit'),
+    exit_code: Type.Integer(),
+    signal: Type.Union([Type.String(), Type.Null()]),
+    timed_out: Type.Boolean(),
+    duration_ms: Type.Number(),
+  }),
+  Type.Object({ type: Type.Literal('error'), code: Type.String(), message: Type.String() }),
+]);
+export type ExecEvent = Static<typeof ExecEvent>;
+
+export const ProcessInfo = Type.Object({
+  pid: Type.Integer(),
+  cmd: Type.String(),
+  args: Type.Array(Type.String()),
+  cwd: Type.String(),
+  state: Type.Union([Type.Literal('running'), Type.Literal('exited')]),
+  exit_code: Type.Union([Type.Integer(), Type.Null()]),
+  signal: Type.Union([Type.String(), Type.Null()]),
+  timed_out: Type.Boolean(),
+  started_at: Type.String({ format: 'date-time' }),
+  ended_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  output_truncated: Type.Boolean({ description: 'True once old output was dropped from the replay buffer.' }),
+});
+export type ProcessInfo = Static<typeof ProcessInfo>;
+
+export const ProcessList = Type.Object({ items: Type.Array(ProcessInfo) });
+
+export const PidParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }), pid: Type.Integer({ minimum: 1 }) }, Strict);
+
+export const StdinRequest = Type.Object(
+  { data: Type.String({ default: '', maxLength: 16 * 1024 * 1024 }), eof: Type.Optional(Type.Boolean()) },
+  Strict,
+);
+export type StdinRequest = Static<typeof StdinRequest>;
+
+export const SIGNALS = ['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGSTOP', 'SIGCONT'] as const;
+export const SignalRequest = Type.Object(
+  { signal: Type.Union(SIGNALS.map((s) => Type.Literal(s)), { default: 'SIGTERM' }) },
+  Strict,
+);
+export type SignalRequest = Static<typeof SignalRequest>;
+
+export const OutputQuery = Type.Object({ follow: Type.Boolean({ default: true }) }, Strict);
+
+// ---- files ----
+
+export const PathQuery = Type.Object({ path: Type.String({ minLength: 1, maxLength: 4096 }) }, Strict);
+export const RemoveQuery = Type.Object(
+  { path: Type.String({ minLength: 1, maxLength: 4096 }), recursive: Type.Boolean({ default: false }) },
+  Strict,
+);
+export const WriteQuery = Type.Object(
+  { path: Type.String({ minLength: 1, maxLength: 4096 }), mode: Type.Optional(Type.String({ pattern: '^[0-7]{3,4}$' })) },
+  Strict,
+);
+
+export const FileType = Type.Union([Type.Literal('file'), Type.Literal('dir'), Type.Literal('symlink'), Type.Literal('other')]);
+export const FileInfo = Type.Object({
+  name: Type.String(),
+  path: Type.String(),
+  type: FileType,
+  size: Type.Integer(),
+  mode: Type.String({ description: 'Permission bits in octal, e.g. "644".' }),
+  mtime: Type.String({ format: 'date-time' }),
+  symlink_target: Type.Optional(Type.String()),
+});
+export type FileInfo = Static<typeof FileInfo>;
+export const FileList = Type.Object({ items: Type.Array(FileInfo) });
+export type FileList = Static<typeof FileList>;
+
+export const WriteResult = Type.Object({ path: Type.String(), size: Type.Integer() });
+export type WriteResult = Static<typeof WriteResult>;
+
+export const MkdirRequest = Type.Object(
+  { path: Type.String({ minLength: 1, maxLength: 4096 }), parents: Type.Boolean({ default: true }) },
+  Strict,
+);
+export type MkdirRequest = Static<typeof MkdirRequest>;
+export const RenameRequest = Type.Object(
+  { from: Type.String({ minLength: 1, maxLength: 4096 }), to: Type.String({ minLength: 1, maxLength: 4096 }) },
+  Strict,
+);
+export type RenameRequest = Static<typeof RenameRequest>;
+
+// ---- templates and health ----
+
+export const Template = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  state: Type.Union([Type.Literal('ready'), Type.Literal('building'), Type.Literal('error')]),
+  default_cpu: Type.Number(),
+  default_memory_mb: Type.Integer(),
+  max_cpu: Type.Number(),
+  max_memory_mb: Type.Integer(),
+  rootfs_bytes: Type.Integer(),
+  snapshot_bytes: Type.Integer(),
+  built_at: Type.String({ format: 'date-time' }),
+});
+export type Template = Static<typeof Template>;
+export const TemplateList = Type.Object({ items: Type.Array(Template) });
+export const NameParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }) }, Strict);
+
+export const Health = Type.Object({
+  status: Type.Literal('ok'),
+  version: Type.String(),
+  runtime: Type.Object({ driver: Type.String(), version: Type.String() }),
+  hosts: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      memory_budget_mb: Type.Integer(),
+      memory_reserved_mb: Type.Integer(),
+      sandboxes: Type.Integer(),
+    }),
+  ),
+  uptime_seconds: Type.Number(),
+});
+export type Health = Static<typeof Health>;
+
+export const ErrorResponse = Type.Object({
+  error: Type.Object({
+    code: Type.String(),
+    message: Type.String(),
+    request_id: Type.Optional(Type.String()),
+    details: Type.Optional(Type.Unknown()),
+  }),
+});
+
+export type { Static, TSchema };

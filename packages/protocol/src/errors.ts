@@ -1,0 +1,67 @@
+/**
+ * Stable error codes and the one table that maps them to HTTP statuses.
+ * The server, the host agent, the guest agent and the SDK all use this table,
+ * so a code means the same thing on every side of the wire.
+ */
+export const ERROR_STATUS = {
+  INVALID_JSON: 400,
+  INVALID_REQUEST: 400,
+  INVALID_PATH: 400,
+  CWD_NOT_FOUND: 400,
+  RESOURCES_OUT_OF_RANGE: 400,
+  NOT_A_DIRECTORY: 400,
+  IS_A_DIRECTORY: 400,
+  UNAUTHORIZED: 401,
+  PERMISSION_DENIED: 403,
+  NOT_FOUND: 404,
+  SANDBOX_NOT_FOUND: 404,
+  TEMPLATE_NOT_FOUND: 404,
+  PROCESS_NOT_FOUND: 404,
+  FILE_NOT_FOUND: 404,
+  SANDBOX_NOT_RUNNING: 409,
+  FILE_EXISTS: 409,
+  DIRECTORY_NOT_EMPTY: 409,
+  PROCESS_NOT_RUNNING: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  INTERNAL: 500,
+  RUNTIME_ERROR: 500,
+  GUEST_UNAVAILABLE: 502,
+  INSUFFICIENT_CAPACITY: 503,
+  TEMPLATE_NOT_READY: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ERROR_STATUS, code);
+}
+
+/** The JSON body of every error response. */
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; request_id?: string; details?: unknown };
+}
+
+/** A typed error with a stable code; the HTTP status follows from the code. */
+export class WarrenError extends Error {
+  readonly code: ErrorCode;
+  readonly details: unknown;
+
+  constructor(code: ErrorCode, message: string, details?: unknown) {
+    super(message);
+    this.name = 'WarrenError';
+    this.code = code;
+    this.details = details;
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+
+  toBody(requestId?: string): ErrorBody {
+    const error: ErrorBody['error'] = { code: this.code, message: this.message };
+    if (requestId) error.request_id = requestId;
+    if (this.details !== undefined) error.details = this.details;
+    return { error };
+  }
+}

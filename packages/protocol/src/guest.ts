@@ -1,0 +1,57 @@
+/**
+ * The contract between the host agent and the guest agent inside a sandbox.
+ *
+ * The guest agent dials out to a Unix socket that the host agent listens on
+ * (bind-mounted into the sandbox) and then serves HTTP/2 over that connection:
+ * the host is the HTTP/2 client. HTTP/2 gives multiplexed streams with flow
+ * control, so exec streams and 100 MB file transfers share one connection
+ * without buffering. Because the guest dials, a sandbox restored from a
+ * checkpoint simply dials again: the agent drops the connection before a
+ * checkpoint (gVisor cannot save an open host socket) and redials afterwards.
+ */
+import type { ExecEvent, FileInfo, ProcessInfo } from './api';
+
+/** Where the guest agent and its private Node.js runtime are mounted, read-only. */
+export const GUEST_AGENT_DIR = '/opt/warren';
+/** Directory in the guest that holds the host's channel socket. */
+export const GUEST_CHANNEL_DIR = '/run/warren';
+export const GUEST_CHANNEL_SOCKET = 'agent.sock';
+
+export const GUEST_PATHS = {
+  health: '/health',
+  hello: '/hello',
+  prepareCheckpoint: '/prepare-checkpoint',
+  processes: '/processes',
+  files: '/files',
+  filesList: '/files/list',
+  filesStat: '/files/stat',
+  filesMkdir: '/files/mkdir',
+  filesRename: '/files/rename',
+} as const;
+
+/** Sent by the host after every (re)connection: who the sandbox is now. */
+export interface GuestHello {
+  sandbox_id: string;
+  env: Record<string, string>;
+}
+
+export interface GuestHealth {
+  ok: true;
+  sandbox_id: string | null;
+  pid: number;
+  uptime_ms: number;
+  connections: number;
+}
+
+export interface GuestProcessStart {
+  cmd: string;
+  args: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  stdin?: string;
+  timeout_ms?: number;
+  /** Keep the process (and its output) listed after the response ends. */
+  background?: boolean;
+}
+
+export type { ExecEvent, FileInfo, ProcessInfo };

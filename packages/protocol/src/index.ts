@@ -1,0 +1,4 @@
+export * from './errors';
+export * from './ids';
+export * from './api';
+export * from './guest';

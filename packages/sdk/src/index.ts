@@ -1,0 +1,45 @@
+/**
+ * @warren/sdk: a small TypeScript client for the Warren REST API, shaped like
+ * E2B's JS SDK (`Sandbox.create()`, `sandbox.commands.run()`, `sandbox.files.write()`).
+ */
+export { Sandbox } from './sandbox';
+export type {
+  SandboxCreateOptions,
+  SandboxListOptions,
+  SandboxPage,
+  SandboxPageOptions,
+} from './sandbox';
+export { Commands, toExecRequest } from './commands';
+export type { RunOptions } from './commands';
+export { CommandHandle } from './command-handle';
+export type { CommandResult, OutputHandlers } from './result';
+export { Processes } from './processes';
+export type { Signal } from './processes';
+export { Files } from './files';
+export type { WriteData, WriteOptions } from './files';
+export { listTemplates, getTemplate } from './templates';
+export { getHealth } from './health';
+export { HttpClient } from './client';
+export type { RequestOptions } from './client';
+export { resolveConfig, tokenFilePath, warrenHome, DEFAULT_API_URL } from './config';
+export type { ConnectionOptions, ResolvedConfig } from './config';
+export { parseNdjson } from './ndjson';
+export { WarrenConnectionError, errorFromResponse } from './errors';
+export type { ApiError } from './errors';
+
+export { WarrenError, ERROR_STATUS, isErrorCode } from '@warren/protocol';
+export type {
+  ErrorCode,
+  Sandbox as SandboxInfo,
+  SandboxState,
+  CreateSandboxRequest,
+  UpdateSandboxRequest,
+  ExecRequest,
+  ExecResult,
+  ExecEvent,
+  ProcessInfo,
+  FileInfo,
+  WriteResult,
+  Template,
+  Health,
+} from '@warren/protocol';

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs what Warren needs on a Debian 12 host; safe to run again.
+#   - system packages (debootstrap, iproute2) via apt where missing
+#   - runsc (gVisor) 2024-07 from Debian 13's archive, kept in .state/bin
+#     without touching the system's apt configuration
+#   - npm dependencies
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STATE="$PWD/.state"
+mkdir -p "$STATE/bin"
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+need_root() {
+  if [ "$(id -u)" != 0 ]; then
+    echo "Warren runs sandboxes with gVisor and needs root (run as root or with sudo)." >&2
+    exit 1
+  fi
+}
+need_root
+
+apt_updated=""
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ -z "$apt_updated" ]; then
+    log "apt-get update"
+    apt-get update -qq
+    apt_updated=1
+  fi
+  log "installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+apt_install debootstrap iproute2 ca-certificates
+
+# gVisor: Debian 12's runsc (2022) cannot checkpoint a running sandbox reliably;
+# Debian 13's (2024-07) is a static binary that runs here too.
+RUNSC="$STATE/bin/runsc"
+if ! "$RUNSC" --version >/dev/null 2>&1; then
+  mirror=$(grep -hoE '^(URIs:|deb) +\S+' /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list 2>/dev/null \
+    | grep -v security | awk '{print $2}' | grep -E '^https?://' | head -n1 || true)
+  [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+  work="$STATE/apt-trixie"
+  rm -rf "$work" && mkdir -p "$work/lists/partial" "$work/archives/partial"
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie main" >"$work/sources.list"
+  aptopts=(-o "Dir::Etc::sourcelist=$work/sources.list" -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$work/lists"
+    -o "Dir::Cache::Archives=$work/archives" -o APT::Sandbox::User=root)
+  log "fetching runsc from Debian 13 ($mirror)"
+  apt-get "${aptopts[@]}" update -qq
+  (cd "$work" && apt-get "${aptopts[@]}" download runsc >/dev/null)
+  dpkg-deb -x "$work"/runsc_*.deb "$work/x"
+  install -m 0755 "$work/x/usr/bin/runsc" "$RUNSC"
+  rm -rf "$work"
+fi
+log "$("$RUNSC" --version | head -n1)"
+
+if [ ! -d node_modules/fastify ] || [ package.json -nt node_modules/.package-lock.json ]; then
+  log "installing npm dependencies"
+  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+fi
