@@ -8,6 +8,7 @@
  * without those timeouts, e.g. undici's
  * `setGlobalDispatcher(new Agent({ headersTimeout: 0, bodyTimeout: 0 }))` (the CLI does this).
  */
+import { WarrenError } from '@warren/protocol';
 import { resolveConfig, tokenFilePath, type ConnectionOptions } from './config';
 import { WarrenConnectionError, errorFromResponse } from './errors';
 
@@ -48,7 +49,9 @@ export class HttpClient {
       init.duplex = 'half';
       // With redirects allowed, fetch tees a streamed body so it could replay it,
       // and the unread copy buffers the whole upload in memory.
-      if (typeof opts.body !== 'string' && !(opts.body instanceof Uint8Array)) init.redirect = 'error';
+      if (typeof opts.body !== 'string' && !(opts.body instanceof Uint8Array)) {
+        init.redirect = 'error';
+      }
     }
 
     let res: Response;
@@ -68,7 +71,7 @@ export class HttpClient {
     try {
       return (await res.json()) as T;
     } catch (err) {
-      throw new WarrenConnectionError(`invalid JSON from ${method} ${path}`, { cause: err });
+      throw new WarrenError('INTERNAL', `invalid JSON in the response to ${method} ${path}`, err);
     }
   }
 

@@ -7,12 +7,7 @@
 import type { ProcessInfo } from '@warren/protocol';
 import { WarrenConnectionError } from './errors';
 import type { Processes, Signal } from './processes';
-import {
-  collectEvents,
-  toCommandResult,
-  type CommandResult,
-  type OutputHandlers,
-} from './result';
+import { collectEvents, toCommandResult, type CommandResult, type OutputHandlers } from './result';
 
 export class CommandHandle {
   readonly pid: number;
@@ -47,7 +42,9 @@ export class CommandHandle {
     // The stream ended without an exit event; trust the process table over a guess.
     const info = await this.info();
     if (info.state !== 'exited' || info.exit_code === null) {
-      throw new WarrenConnectionError(`output stream of process ${this.pid} ended before it exited`);
+      throw new WarrenConnectionError(
+        `output stream of process ${this.pid} ended before it exited`,
+      );
     }
     const durationMs = info.ended_at ? Date.parse(info.ended_at) - Date.parse(info.started_at) : 0;
     return toCommandResult({

@@ -33,7 +33,10 @@ export function tokenFilePath(env: Env = process.env): string {
 }
 
 /** `env` is a parameter so tests can resolve against a fake environment. */
-export function resolveConfig(opts: ConnectionOptions = {}, env: Env = process.env): ResolvedConfig {
+export function resolveConfig(
+  opts: ConnectionOptions = {},
+  env: Env = process.env,
+): ResolvedConfig {
   // `||` rather than `??`: an empty variable (WARREN_API_KEY= ) means "not set".
   const apiUrl = (opts.apiUrl || env.WARREN_API || DEFAULT_API_URL).replace(/\/+$/, '');
   const apiKey = opts.apiKey || env.WARREN_API_KEY || readTokenFile(env);

@@ -49,7 +49,9 @@ export function errorFromResponse(status: number, bodyText: string): ApiError {
       ? body.message
       : `HTTP ${status}${bodyText ? `: ${bodyText.slice(0, 200)}` : ''}`;
   // An unknown code is kept in details rather than lost.
-  const details = isErrorCode(rawCode) ? body.details : { status, code: rawCode, details: body.details };
+  const details = isErrorCode(rawCode)
+    ? body.details
+    : { status, code: rawCode, details: body.details };
   const err: ApiError = new WarrenError(code, message, details);
   if (typeof body.request_id === 'string') err.requestId = body.request_id;
   return err;

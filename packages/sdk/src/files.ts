@@ -44,8 +44,14 @@ export class Files {
   }
 
   /** The file's content as a web ReadableStream (Readable.fromWeb() gives a Node stream). */
-  async readStream(path: string, opts: { signal?: AbortSignal } = {}): Promise<ReadableStream<Uint8Array>> {
-    const res = await this.#http.request('GET', this.#base, { query: { path }, signal: opts.signal });
+  async readStream(
+    path: string,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<ReadableStream<Uint8Array>> {
+    const res = await this.#http.request('GET', this.#base, {
+      query: { path },
+      signal: opts.signal,
+    });
     return res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
   }
 
@@ -102,11 +108,16 @@ export class Files {
   }
 
   /** Streams a local file into the sandbox, keeping its permission bits unless `mode` is given. */
-  async uploadFile(localPath: string, remotePath: string, opts: WriteOptions = {}): Promise<WriteResult> {
+  async uploadFile(
+    localPath: string,
+    remotePath: string,
+    opts: WriteOptions = {},
+  ): Promise<WriteResult> {
     // Checked first so a bad local path is reported as such, not as a network failure.
     const info = await stat(localPath);
-    if (!info.isFile()) throw new WarrenError('IS_A_DIRECTORY', `${localPath} is not a regular file`);
-    const mode = opts.mode ?? (info.mode & 0o777);
+    if (!info.isFile())
+      throw new WarrenError('IS_A_DIRECTORY', `${localPath} is not a regular file`);
+    const mode = opts.mode ?? info.mode & 0o777;
     return this.write(remotePath, createReadStream(localPath), { ...opts, mode });
   }
 

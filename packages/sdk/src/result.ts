@@ -46,7 +46,9 @@ export interface Collected {
   exit: Pick<ExitEvent, 'exit_code' | 'signal' | 'timed_out' | 'duration_ms'> | null;
 }
 
-export function toCommandResult(c: Collected & { exit: NonNullable<Collected['exit']> }): CommandResult {
+export function toCommandResult(
+  c: Collected & { exit: NonNullable<Collected['exit']> },
+): CommandResult {
   return {
     pid: c.pid,
     exitCode: c.exit.exit_code,

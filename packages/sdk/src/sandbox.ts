@@ -68,7 +68,10 @@ export class Sandbox {
     templateOrOpts?: string | SandboxCreateOptions,
     opts: SandboxCreateOptions = {},
   ): Promise<Sandbox> {
-    const o = typeof templateOrOpts === 'string' ? { ...opts, template: templateOrOpts } : (templateOrOpts ?? opts);
+    const o =
+      typeof templateOrOpts === 'string'
+        ? { ...opts, template: templateOrOpts }
+        : (templateOrOpts ?? opts);
     const http = new HttpClient(o);
     // Only the fields that were given; the server fills in its defaults.
     const req: Partial<CreateSandboxRequest> = {
@@ -107,7 +110,8 @@ export class Sandbox {
       limit: opts.limit,
       cursor: opts.cursor,
     };
-    for (const [key, value] of Object.entries(opts.metadata ?? {})) query[`metadata.${key}`] = value;
+    for (const [key, value] of Object.entries(opts.metadata ?? {}))
+      query[`metadata.${key}`] = value;
     const res = await new HttpClient(opts).json<SandboxList>('GET', '/v1/sandboxes', { query });
     return { items: res.items, nextCursor: res.next_cursor };
   }

@@ -17,7 +17,8 @@ export interface Recorded {
   chunks: number;
 }
 
-export type Handler = (req: Recorded, res: ServerResponse) => void | Promise<void>;
+// Handlers may return whatever `return res.end()` style code yields; it is awaited and ignored.
+export type Handler = (req: Recorded, res: ServerResponse) => unknown;
 
 export interface FakeApi {
   url: string;
@@ -75,7 +76,12 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(JSON.stringify(body));
 }
 
-export function sendError(res: ServerResponse, code: string, message: string, status: number): void {
+export function sendError(
+  res: ServerResponse,
+  code: string,
+  message: string,
+  status: number,
+): void {
   sendJson(res, status, { error: { code, message, request_id: 'req_test' } });
 }
 

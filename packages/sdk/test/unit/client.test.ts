@@ -7,7 +7,8 @@ let api: FakeApi;
 
 before(async () => {
   api = await startFakeApi((req, res) => {
-    if (req.path === '/missing') return sendError(res, 'SANDBOX_NOT_FOUND', 'no sandbox sbx_x', 404);
+    if (req.path === '/missing')
+      return sendError(res, 'SANDBOX_NOT_FOUND', 'no sandbox sbx_x', 404);
     if (req.path === '/teapot') return sendError(res, 'SOMETHING_NEW', 'newer server', 409);
     if (req.path === '/proxy') {
       res.writeHead(502, { 'content-type': 'text/html' });
@@ -49,9 +50,12 @@ test('an unknown code or a non-JSON body falls back to a code for the status', a
 
 test('sends the bearer token and JSON; 204 decodes to undefined', async () => {
   const client = new HttpClient({ apiUrl: `${api.url}/`, apiKey: 'wrn_abc' });
-  assert.deepEqual(await client.json('POST', '/echo', { json: { a: 1 }, query: { x: 'y z', n: undefined } }), {
-    ok: true,
-  });
+  assert.deepEqual(
+    await client.json('POST', '/echo', { json: { a: 1 }, query: { x: 'y z', n: undefined } }),
+    {
+      ok: true,
+    },
+  );
   const req = api.requests.at(-1)!;
   assert.equal(req.headers.authorization, 'Bearer wrn_abc');
   assert.equal(req.headers['content-type'], 'application/json');
@@ -63,7 +67,9 @@ test('sends the bearer token and JSON; 204 decodes to undefined', async () => {
 
 test('an unreachable server gives a coded connection error naming the URL', async () => {
   const url = await deadUrl();
-  const err = await new HttpClient({ apiUrl: url, apiKey: 'k' }).json('GET', '/x').catch((e: unknown) => e);
+  const err = await new HttpClient({ apiUrl: url, apiKey: 'k' })
+    .json('GET', '/x')
+    .catch((e: unknown) => e);
   assert.ok(err instanceof WarrenConnectionError);
   assert.equal(err.code, 'CONNECTION_FAILED');
   assert.ok(err.message.includes(url), err.message);

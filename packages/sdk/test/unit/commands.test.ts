@@ -40,7 +40,13 @@ before(async () => {
         });
       case `POST ${base}/exec/stream`:
         if (body.cmd === 'fail') {
-          return sendChunks(res, ndjson({ type: 'start', pid: 8 }, { type: 'error', code: 'CWD_NOT_FOUND', message: 'no /nope' }));
+          return sendChunks(
+            res,
+            ndjson(
+              { type: 'start', pid: 8 },
+              { type: 'error', code: 'CWD_NOT_FOUND', message: 'no /nope' },
+            ),
+          );
         }
         if (body.cmd === 'cut') return sendChunks(res, ndjson({ type: 'start', pid: 8 }));
         // Events split mid-line, stdout and stderr interleaved.
@@ -126,7 +132,10 @@ test('an error event becomes its WarrenError; a cut stream a connection error', 
 
 test('background run returns a handle that waits, feeds stdin and signals', async () => {
   const seen: string[] = [];
-  const handle = await commands.run('server', { background: true, onStdout: (d) => void seen.push(d) });
+  const handle = await commands.run('server', {
+    background: true,
+    onStdout: (d) => void seen.push(d),
+  });
   assert.ok(handle instanceof CommandHandle);
   assert.equal(handle.pid, 42);
   assert.deepEqual(JSON.parse(api.requests.at(-1)!.body.toString()).args, ['-c', 'server']);

@@ -12,7 +12,8 @@ let api: FakeApi;
 before(async () => {
   home = await mkdtemp(join(tmpdir(), 'warren-sdk-'));
   api = await startFakeApi((req, res) => {
-    if (!req.headers.authorization) return sendError(res, 'UNAUTHORIZED', 'missing bearer token', 401);
+    if (!req.headers.authorization)
+      return sendError(res, 'UNAUTHORIZED', 'missing bearer token', 401);
     sendJson(res, 200, { auth: req.headers.authorization });
   });
 });
@@ -67,11 +68,16 @@ test('the client falls back to $WARREN_HOME/admin-token', async () => {
 });
 
 test('a 401 without any key says where a key comes from', async () => {
-  await withEnv({ WARREN_HOME: join(home, 'nothing-here'), WARREN_API_KEY: undefined }, async () => {
-    const err = await new HttpClient({ apiUrl: api.url }).json('GET', '/x').catch((e: unknown) => e);
-    assert.ok(err instanceof WarrenError);
-    assert.equal(err.code, 'UNAUTHORIZED');
-    assert.match(err.message, /^missing bearer token \(no API key was sent/);
-    assert.ok(err.message.includes(join(home, 'nothing-here', 'admin-token')));
-  });
+  await withEnv(
+    { WARREN_HOME: join(home, 'nothing-here'), WARREN_API_KEY: undefined },
+    async () => {
+      const err = await new HttpClient({ apiUrl: api.url })
+        .json('GET', '/x')
+        .catch((e: unknown) => e);
+      assert.ok(err instanceof WarrenError);
+      assert.equal(err.code, 'UNAUTHORIZED');
+      assert.match(err.message, /^missing bearer token \(no API key was sent/);
+      assert.ok(err.message.includes(join(home, 'nothing-here', 'admin-token')));
+    },
+  );
 });

@@ -71,7 +71,10 @@ after(async () => {
 });
 
 test('write sends raw bytes as octet-stream, with the mode in octal', async () => {
-  assert.deepEqual(await files.write('/a.txt', 'héllo', { mode: 0o755 }), { path: '/a.txt', size: 6 });
+  assert.deepEqual(await files.write('/a.txt', 'héllo', { mode: 0o755 }), {
+    path: '/a.txt',
+    size: 6,
+  });
   const req = api.requests.at(-1)!;
   assert.equal(req.headers['content-type'], 'application/octet-stream');
   assert.equal(req.query.get('mode'), '755');

@@ -36,7 +36,11 @@ before(async () => {
   api = await startFakeApi(async (_req, res) => {
     const line = Buffer.from('{"type":"stdout","data":"ünï"}\n{"type":"exit"}\n');
     // Every byte its own network chunk: the worst case for a line parser.
-    await sendChunks(res, [...line].map((b) => Buffer.from([b])), 1);
+    await sendChunks(
+      res,
+      [...line].map((b) => Buffer.from([b])),
+      1,
+    );
   });
 });
 after(() => api.close());

@@ -19,7 +19,8 @@ before(async () => {
         next_cursor: second ? null : 'c2',
       });
     }
-    if (req.method === 'PATCH') return sendJson(res, 200, sandboxRecord('sbx_new', { ttl_seconds: 60 }));
+    if (req.method === 'PATCH')
+      return sendJson(res, 200, sandboxRecord('sbx_new', { ttl_seconds: 60 }));
     if (req.method === 'DELETE') return sendJson(res, 200, { id: 'sbx_new', deleted: true });
     sendJson(res, 200, sandboxRecord(req.path.split('/').at(-1)!));
   });
@@ -28,7 +29,12 @@ before(async () => {
 after(() => api.close());
 
 test('create maps camelCase options to the request body', async () => {
-  const sbx = await Sandbox.create('base', { ...opts, ttlSeconds: 60, memoryMb: 256, metadata: { a: 'b' } });
+  const sbx = await Sandbox.create('base', {
+    ...opts,
+    ttlSeconds: 60,
+    memoryMb: 256,
+    metadata: { a: 'b' },
+  });
   assert.equal(sbx.id, 'sbx_new');
   assert.equal(sbx.info.state, 'running');
   assert.deepEqual(JSON.parse(api.requests.at(-1)!.body.toString()), {

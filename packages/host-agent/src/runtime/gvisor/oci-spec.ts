@@ -21,7 +21,9 @@ export function ociSpec(spec: SandboxSpec): object {
       env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
       cwd: '/',
     },
-    root: { path: spec.rootfs, readonly: true },
+    // Writable from inside, but only into the in-memory overlay (--overlay2=root:memory):
+    // the shared template directory on the host is never modified.
+    root: { path: spec.rootfs, readonly: false },
     hostname: spec.hostname,
     mounts: [
       { destination: '/proc', type: 'proc', source: 'proc' },

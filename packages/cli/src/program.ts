@@ -1,0 +1,57 @@
+/**
+ * The command tree. Each command lives in its own file under commands/ and
+ * registers itself on its noun; this file only wires them and handles errors.
+ */
+import { createRequire } from 'node:module';
+import { Command, CommanderError } from 'commander';
+import { register as sandboxCp } from './commands/sandbox/cp';
+import { register as sandboxCreate } from './commands/sandbox/create';
+import { register as sandboxExec } from './commands/sandbox/exec';
+import { register as sandboxKill } from './commands/sandbox/kill';
+import { register as sandboxLs } from './commands/sandbox/ls';
+import { register as templateLs } from './commands/template/ls';
+import { register as up } from './commands/platform/up';
+import { formatError, type Io } from './io';
+
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+
+export function createProgram(io: Io): Command {
+  const program = new Command('warren')
+    .description('Warren: self-hosted gVisor sandboxes for AI agents')
+    .version(version)
+    .option('--api <url>', 'API base URL (default: $WARREN_API or http://127.0.0.1:8080)')
+    .option('--token <token>', 'API token (default: $WARREN_API_KEY or $WARREN_HOME/admin-token)')
+    // Throw instead of calling process.exit, and write through io; subcommands
+    // created below inherit both settings.
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => void io.stdout.write(s),
+      writeErr: (s) => void io.stderr.write(s),
+    });
+
+  const sandbox = program.command('sandbox').alias('sbx').description('manage sandboxes');
+  sandboxCreate(sandbox, io);
+  sandboxLs(sandbox, io);
+  sandboxExec(sandbox, io);
+  sandboxKill(sandbox, io);
+  sandboxCp(sandbox);
+
+  const template = program.command('template').description('inspect templates');
+  templateLs(template, io);
+
+  up(program, io);
+  return program;
+}
+
+/** Runs the CLI on `argv` (without node and script) and returns the exit code. */
+export async function runCli(argv: string[], io: Io): Promise<number> {
+  try {
+    await createProgram(io).parseAsync(argv, { from: 'user' });
+    return io.exitCode;
+  } catch (err) {
+    // Usage errors and --help were already printed by commander.
+    if (err instanceof CommanderError) return err.exitCode;
+    io.stderr.write(`${formatError(err)}\n`);
+    return 1;
+  }
+}

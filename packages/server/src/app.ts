@@ -1,0 +1,115 @@
+/**
+ * The HTTP API (Fastify). Fastify was chosen for its JSON-schema validation
+ * (the TypeBox schemas in @warren/protocol validate requests directly and
+ * generate the OpenAPI document through @fastify/swagger), its streaming
+ * replies, structured logging with request ids (pino), and its speed.
+ */
+import { Readable } from 'node:stream';
+import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { WarrenError, newId } from '@warren/protocol';
+import { authenticate, type Principal } from './auth';
+import type { AppContext } from './context';
+import { errorHandler, toWarrenError } from './errors';
+import { execRoutes } from './routes/exec';
+import { fileRoutes } from './routes/files';
+import { healthRoutes } from './routes/health';
+import { sandboxRoutes } from './routes/sandboxes';
+import { templateRoutes } from './routes/templates';
+import { auditRoutes } from './routes/audit';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+    auditResource: { type: string; id: string } | null;
+    errorCode: string | null;
+  }
+}
+
+export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const PUBLIC_ROUTES = new Set(['/v1/health']);
+const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export async function buildApp(ctx: AppContext, logger: boolean | object = true): Promise<App> {
+  const app = Fastify({
+    logger,
+    bodyLimit: 32 * 1024 * 1024,
+    genReqId: () => newId('request'),
+    requestIdHeader: false,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Warren API',
+        version: ctx.version,
+        description: 'Sandboxes for AI agents on gVisor, driven over REST. Every route but /v1/health needs `Authorization: Bearer <token>`.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  app.decorateRequest('principal', null);
+  app.decorateRequest('auditResource', null);
+  app.decorateRequest('errorCode', null);
+
+  // Raw bodies (file uploads) stay streams; they are piped to the sandbox, never buffered.
+  app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    const path = request.url.split('?')[0] ?? '';
+    if (!path.startsWith('/v1/') || PUBLIC_ROUTES.has(path)) return;
+    request.principal = await authenticate(ctx.store, request.headers.authorization);
+  });
+
+  app.addHook('preValidation', async (request) => {
+    const schema = request.routeOptions.schema;
+    if (schema?.body && request.body instanceof Readable) {
+      throw new WarrenError('UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON with Content-Type: application/json');
+    }
+  });
+
+  // Every state-changing request leaves an audit event: who, what, which resource, result.
+  app.addHook('onResponse', async (request, reply) => {
+    if (!STATE_CHANGING.has(request.method)) return;
+    const params = request.params as { id?: string } | undefined;
+    const resource = request.auditResource ?? (params?.id ? { type: 'sandbox', id: params.id } : null);
+    await ctx.store
+      .audit({
+        at: new Date().toISOString(),
+        org_id: request.principal?.orgId ?? null,
+        actor: request.principal?.tokenId ?? null,
+        action: `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`,
+        resource_type: resource?.type ?? null,
+        resource_id: resource?.id ?? null,
+        status: reply.statusCode,
+        error_code: request.errorCode,
+        request_id: request.id,
+      })
+      .catch((err) => request.log.error({ err }, 'audit write failed'));
+  });
+
+  app.setErrorHandler((err: Error, request, reply) => {
+    request.errorCode = toWarrenError(err).code;
+    errorHandler(err, request, reply);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const e = new WarrenError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`);
+    void reply.status(404).send(e.toBody(request.id));
+  });
+
+  await app.register(healthRoutes(ctx));
+  await app.register(sandboxRoutes(ctx));
+  await app.register(execRoutes(ctx));
+  await app.register(fileRoutes(ctx));
+  await app.register(templateRoutes(ctx));
+  await app.register(auditRoutes(ctx));
+  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  return app;
+}

@@ -1,0 +1,105 @@
+/**
+ * Single-node platform: the control plane and one host agent in one process.
+ * The same pieces run apart for many hosts later (PostgreSQL store, remote
+ * host agents); here they are wired directly.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { HostAgent, createDriver } from '@warren/host-agent';
+import { buildApp, type App } from './app';
+import { ensureAdminToken } from './auth';
+import { loadConfig, type Config } from './config';
+import type { AppContext } from './context';
+import { SandboxService } from './sandbox-service';
+import { openSqliteStore } from './store/open';
+import { Sweeper } from './sweeper';
+
+export const VERSION = '0.1.0';
+
+export interface Platform {
+  url: string;
+  adminToken: string;
+  tokenFile: string;
+  config: Config;
+  app: App;
+  context: AppContext;
+  sweeper: Sweeper;
+  close(): Promise<void>;
+}
+
+export interface StartOptions extends Partial<Config> {
+  /** Progress lines of long steps (template builds); defaults to stdout. */
+  onProgress?: (line: string) => void;
+  /** Fastify logger option; false silences request logs (tests). */
+  logger?: boolean | object;
+}
+
+/** Socket paths are limited to 108 bytes; sandbox channels live under the home directory. */
+function checkHome(home: string): void {
+  if (join(home, 'sandboxes', 'sbx_0123456789abcdef', 'chan', 'agent.sock').length > 100) {
+    throw new Error(`WARREN_HOME path is too long for Unix sockets: ${home}`);
+  }
+}
+
+export async function startPlatform(options: StartOptions = {}): Promise<Platform> {
+  const { onProgress, logger, ...overrides } = options;
+  const config = loadConfig(process.env, overrides);
+  const progress = onProgress ?? ((line: string) => console.log(`[warren] ${line}`));
+  checkHome(config.home);
+  for (const dir of [config.home, join(config.home, 'sandboxes'), join(config.home, 'runsc'), config.templatesDir]) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
+
+  const store = await openSqliteStore(join(config.home, 'warren.db'));
+  const tokenFile = join(config.home, 'admin-token');
+  const adminToken = await ensureAdminToken(store, tokenFile);
+
+  const driver = createDriver(config.driver, { runsc: config.runsc, stateDir: join(config.home, 'runsc') });
+  const runtimeVersion = await driver.version();
+  const host = new HostAgent(
+    {
+      hostId: config.hostId,
+      sandboxesDir: join(config.home, 'sandboxes'),
+      templatesDir: config.templatesDir,
+      memoryBudgetMb: config.memoryBudgetMb,
+      debianMirror: config.debianMirror,
+      readyTimeoutMs: config.readyTimeoutMs,
+    },
+    driver,
+  );
+  for (const name of config.templates) await host.ensureTemplate(name, progress);
+
+  const sandboxes = new SandboxService(store, host, config);
+  await sandboxes.reconcile();
+
+  const context: AppContext = { config, store, host, sandboxes, runtimeVersion, version: VERSION, startedAt: Date.now() };
+  const app = await buildApp(context, logger ?? { level: config.logLevel });
+  const sweeper = new Sweeper(sandboxes, store, config.sweepIntervalMs, config.stoppedRetentionSeconds, app.log);
+  const address = await app.listen({ host: config.host, port: config.port });
+  const port = new URL(address).port;
+  const shownHost = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  sweeper.start();
+
+  let closed = false;
+  return {
+    url: `http://${shownHost}:${port}`,
+    adminToken,
+    tokenFile,
+    config,
+    app,
+    context,
+    sweeper,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await sweeper.stop();
+      await app.close();
+      if (config.destroyOnClose) {
+        const running = await store.sandboxesOnHost(host.id, ['creating', 'running', 'stopping']);
+        for (const row of running) await sandboxes.destroy(row.org_id, row.id, 'platform shut down').catch(() => undefined);
+      }
+      await host.close({ destroy: config.destroyOnClose });
+      await store.close();
+    },
+  };
+}

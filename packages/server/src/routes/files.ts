@@ -1,0 +1,131 @@
+/** File routes: every byte goes through the guest agent; no route touches a host path. */
+import type { Readable } from 'node:stream';
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import {
+  ErrorResponse,
+  FileInfo,
+  FileList,
+  IdParams,
+  MkdirRequest,
+  PathQuery,
+  RemoveQuery,
+  RenameRequest,
+  WriteQuery,
+  WriteResult,
+  GUEST_PATHS,
+  WarrenError,
+  type FileInfo as FileInfoT,
+} from '@warren/protocol';
+import { errorFrom, readText } from '@warren/host-agent';
+import type { AppContext } from '../context';
+
+const NoContent = Type.Null({ description: 'No content' });
+const Bytes = Type.String({ format: 'binary', description: 'The file content' });
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 500: ErrorResponse, 502: ErrorResponse };
+
+export const fileRoutes =
+  (ctx: AppContext): FastifyPluginAsync =>
+  async (fastify) => {
+    const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+    app.get(
+      '/v1/sandboxes/:id/files',
+      {
+        schema: {
+          tags: ['files'],
+          summary: 'Download a file (streamed, binary-safe)',
+          params: IdParams,
+          querystring: PathQuery,
+          produces: ['application/octet-stream'],
+          response: { 200: Bytes, ...errors },
+        },
+      },
+      async (req, reply) => {
+        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
+        const res = await channel.request({ path: GUEST_PATHS.files, query: { path: req.query.path } });
+        if (res.status >= 400) throw errorFrom(res.status, await readText(res.body));
+        reply.raw.on('close', () => res.body.destroy());
+        const length = res.headers['content-length'];
+        if (typeof length === 'string') reply.header('content-length', length);
+        return reply.header('content-type', 'application/octet-stream').send(res.body as never);
+      },
+    );
+
+    app.put(
+      '/v1/sandboxes/:id/files',
+      {
+        schema: {
+          tags: ['files'],
+          summary: 'Upload a file (raw body, streamed; parent directories are created)',
+          params: IdParams,
+          querystring: WriteQuery,
+          consumes: ['application/octet-stream'],
+          response: { 200: WriteResult, ...errors },
+        },
+      },
+      async (req) => {
+        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
+        const body = req.body as Readable | undefined;
+        if (!body || typeof (body as Readable).pipe !== 'function') {
+          throw new WarrenError('UNSUPPORTED_MEDIA_TYPE', 'send the file as a raw body, e.g. Content-Type: application/octet-stream');
+        }
+        const length = req.headers['content-length'];
+        const info = await channel.json<FileInfoT>({
+          method: 'PUT',
+          path: GUEST_PATHS.files,
+          query: { path: req.query.path, mode: req.query.mode },
+          body,
+          contentLength: length ? Number(length) : undefined,
+        });
+        return { path: info.path, size: info.size };
+      },
+    );
+
+    app.get(
+      '/v1/sandboxes/:id/files/list',
+      { schema: { tags: ['files'], summary: 'List a directory', params: IdParams, querystring: PathQuery, response: { 200: FileList, ...errors } } },
+      async (req) => {
+        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
+        return channel.json({ path: GUEST_PATHS.filesList, query: { path: req.query.path } });
+      },
+    );
+
+    app.get(
+      '/v1/sandboxes/:id/files/stat',
+      { schema: { tags: ['files'], summary: 'Stat a path', params: IdParams, querystring: PathQuery, response: { 200: FileInfo, ...errors } } },
+      async (req) => {
+        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
+        return channel.json({ path: GUEST_PATHS.filesStat, query: { path: req.query.path } });
+      },
+    );
+
+    app.post(
+      '/v1/sandboxes/:id/files/mkdir',
+      { schema: { tags: ['files'], summary: 'Make a directory', params: IdParams, body: MkdirRequest, response: { 200: FileInfo, ...errors } } },
+      async (req) => {
+        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
+        return channel.json({ method: 'POST', path: GUEST_PATHS.filesMkdir, json: req.body });
+      },
+    );
+
+    app.post(
+      '/v1/sandboxes/:id/files/rename',
+      { schema: { tags: ['files'], summary: 'Rename or move a path', params: IdParams, body: RenameRequest, response: { 200: FileInfo, ...errors } } },
+      async (req) => {
+        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
+        return channel.json({ method: 'POST', path: GUEST_PATHS.filesRename, json: req.body });
+      },
+    );
+
+    app.delete(
+      '/v1/sandboxes/:id/files',
+      { schema: { tags: ['files'], summary: 'Remove a file or directory', params: IdParams, querystring: RemoveQuery, response: { 204: NoContent, ...errors } } },
+      async (req, reply) => {
+        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
+        await channel.json({ method: 'DELETE', path: GUEST_PATHS.files, query: { path: req.query.path, recursive: req.query.recursive ? '1' : '0' } });
+        return reply.status(204).send(null);
+      },
+    );
+  };

@@ -1,0 +1,97 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import {
+  CreateSandboxRequest,
+  DeleteResult,
+  ErrorResponse,
+  IdParams,
+  ListSandboxesQuery,
+  Sandbox,
+  SandboxList,
+  UpdateSandboxRequest,
+} from '@warren/protocol';
+import type { AppContext } from '../context';
+import { toApi } from '../sandbox-service';
+
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 500: ErrorResponse, 503: ErrorResponse };
+
+export const sandboxRoutes =
+  (ctx: AppContext): FastifyPluginAsync =>
+  async (fastify) => {
+    const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+    app.post(
+      '/v1/sandboxes',
+      {
+        schema: {
+          tags: ['sandboxes'],
+          summary: 'Create a sandbox (restores the template snapshot)',
+          body: CreateSandboxRequest,
+          response: { 201: Sandbox, ...errors },
+        },
+      },
+      async (req, reply) => {
+        const sandbox = await ctx.sandboxes.create(req.principal!.orgId, req.body);
+        req.auditResource = { type: 'sandbox', id: sandbox.id };
+        return reply.status(201).send(sandbox);
+      },
+    );
+
+    app.get(
+      '/v1/sandboxes',
+      {
+        schema: {
+          tags: ['sandboxes'],
+          summary: 'List sandboxes; filter by state and by `metadata.<key>=<value>`; stopped ones only with state=stopped',
+          querystring: ListSandboxesQuery,
+          response: { 200: SandboxList, ...errors },
+        },
+      },
+      async (req) => {
+        const q = req.query as Record<string, unknown>;
+        const metadata: Record<string, string> = {};
+        for (const [k, v] of Object.entries(q)) if (k.startsWith('metadata.')) metadata[k.slice(9)] = String(v);
+        const { rows, nextCursor } = await ctx.store.listSandboxes({
+          orgId: req.principal!.orgId,
+          state: req.query.state,
+          metadata,
+          limit: req.query.limit,
+          cursor: req.query.cursor,
+        });
+        return { items: rows.map(toApi), next_cursor: nextCursor };
+      },
+    );
+
+    app.get(
+      '/v1/sandboxes/:id',
+      { schema: { tags: ['sandboxes'], summary: 'Get a sandbox', params: IdParams, response: { 200: Sandbox, ...errors } } },
+      async (req) => ctx.sandboxes.get(req.principal!.orgId, req.params.id),
+    );
+
+    app.patch(
+      '/v1/sandboxes/:id',
+      {
+        schema: {
+          tags: ['sandboxes'],
+          summary: 'Change metadata or TTL (the TTL restarts from now)',
+          params: IdParams,
+          body: UpdateSandboxRequest,
+          response: { 200: Sandbox, ...errors },
+        },
+      },
+      async (req) => ctx.sandboxes.update(req.principal!.orgId, req.params.id, req.body),
+    );
+
+    app.delete(
+      '/v1/sandboxes/:id',
+      {
+        schema: {
+          tags: ['sandboxes'],
+          summary: 'Destroy a sandbox; `deleted` is false when it was already stopped',
+          params: IdParams,
+          response: { 200: DeleteResult, ...errors },
+        },
+      },
+      async (req) => ({ id: req.params.id, deleted: await ctx.sandboxes.destroy(req.principal!.orgId, req.params.id) }),
+    );
+  };

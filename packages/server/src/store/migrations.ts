@@ -1,0 +1,74 @@
+/**
+ * Schema migrations, applied in order by Kysely's Migrator. Written with the
+ * schema builder so the PostgreSQL store (multi-node) can run the same ones.
+ * Every resource table has org_id: tenancy is a filter, never a migration.
+ */
+import type { Kysely } from 'kysely';
+import type { Migration } from 'kysely/migration';
+
+export const migrations: Record<string, Migration> = {
+  '0001_initial': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('organisations')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('api_tokens')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organisations.id'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('last_used_at', 'text')
+        .addColumn('revoked_at', 'text')
+        .execute();
+      await db.schema
+        .createTable('sandboxes')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organisations.id'))
+        .addColumn('host_id', 'text', (c) => c.notNull())
+        .addColumn('template', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('cpu', 'real', (c) => c.notNull())
+        .addColumn('memory_mb', 'integer', (c) => c.notNull())
+        .addColumn('metadata', 'text', (c) => c.notNull().defaultTo('{}'))
+        .addColumn('env', 'text', (c) => c.notNull().defaultTo('{}'))
+        .addColumn('ttl_seconds', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('last_activity_at', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'text', (c) => c.notNull())
+        .addColumn('stopped_at', 'text')
+        .addColumn('stop_reason', 'text')
+        .execute();
+      await db.schema.createIndex('sandboxes_org_created').on('sandboxes').columns(['org_id', 'created_at', 'id']).execute();
+      await db.schema.createIndex('sandboxes_state_expires').on('sandboxes').columns(['state', 'expires_at']).execute();
+      await db.schema
+        .createTable('sandbox_events')
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('sandbox_id', 'text', (c) => c.notNull())
+        .addColumn('at', 'text', (c) => c.notNull())
+        .addColumn('from_state', 'text')
+        .addColumn('to_state', 'text', (c) => c.notNull())
+        .addColumn('cause', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('sandbox_events_sandbox').on('sandbox_events').column('sandbox_id').execute();
+      await db.schema
+        .createTable('audit_events')
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('at', 'text', (c) => c.notNull())
+        .addColumn('org_id', 'text')
+        .addColumn('actor', 'text')
+        .addColumn('action', 'text', (c) => c.notNull())
+        .addColumn('resource_type', 'text')
+        .addColumn('resource_id', 'text')
+        .addColumn('status', 'integer', (c) => c.notNull())
+        .addColumn('error_code', 'text')
+        .addColumn('request_id', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('audit_events_org_at').on('audit_events').columns(['org_id', 'at']).execute();
+    },
+  },
+};

@@ -1,0 +1,16 @@
+import { chmodSync } from 'node:fs';
+import SQLite from 'better-sqlite3';
+import { SqliteDialect } from 'kysely';
+import { Store } from './store';
+
+/** The embedded store: one SQLite file, readable by root only (it holds sandbox env vars). */
+export async function openSqliteStore(path: string): Promise<Store> {
+  const db = new SQLite(path);
+  chmodSync(path, 0o600);
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  const store = new Store(new SqliteDialect({ database: db }));
+  await store.migrate();
+  return store;
+}

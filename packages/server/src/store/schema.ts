@@ -1,0 +1,67 @@
+/** Table types of the store (Kysely). Times are ISO-8601 strings; JSON columns are text. */
+import type { Generated } from 'kysely';
+
+export interface OrganisationTable {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface ApiTokenTable {
+  id: string;
+  org_id: string;
+  name: string;
+  /** sha256 of the token; the token itself is never stored. */
+  token_hash: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface SandboxTable {
+  id: string;
+  org_id: string;
+  host_id: string;
+  template: string;
+  state: string;
+  cpu: number;
+  memory_mb: number;
+  metadata: string;
+  env: string;
+  ttl_seconds: number;
+  created_at: string;
+  last_activity_at: string;
+  expires_at: string;
+  stopped_at: string | null;
+  stop_reason: string | null;
+}
+
+export interface SandboxEventTable {
+  id: Generated<number>;
+  sandbox_id: string;
+  at: string;
+  from_state: string | null;
+  to_state: string;
+  cause: string;
+}
+
+export interface AuditEventTable {
+  id: Generated<number>;
+  at: string;
+  org_id: string | null;
+  actor: string | null;
+  action: string;
+  resource_type: string | null;
+  resource_id: string | null;
+  status: number;
+  error_code: string | null;
+  request_id: string;
+}
+
+export interface Database {
+  organisations: OrganisationTable;
+  api_tokens: ApiTokenTable;
+  sandboxes: SandboxTable;
+  sandbox_events: SandboxEventTable;
+  audit_events: AuditEventTable;
+}

@@ -1,0 +1,166 @@
+/**
+ * The store: every query Warren makes, over Kysely. The dialect is the only
+ * part that differs between SQLite (embedded, single node) and PostgreSQL
+ * (shared by many hosts, later); see ./open.ts.
+ */
+import { Kysely, sql, type Dialect, type Selectable } from 'kysely';
+import { Migrator } from 'kysely/migration';
+import { WarrenError, type SandboxState } from '@warren/protocol';
+import { migrations } from './migrations';
+import type { AuditEventTable, Database, SandboxTable } from './schema';
+
+export type SandboxRow = Selectable<SandboxTable>;
+export type AuditRow = Omit<Selectable<AuditEventTable>, 'id'>;
+
+export interface SandboxFilter {
+  orgId: string;
+  state?: SandboxState;
+  metadata: Record<string, string>;
+  limit: number;
+  cursor?: string;
+}
+
+function encodeCursor(row: SandboxRow): string {
+  return Buffer.from(`${row.created_at}|${row.id}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: string; id: string } {
+  const [createdAt, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (!createdAt || !id) throw new WarrenError('INVALID_REQUEST', 'invalid cursor');
+  return { createdAt, id };
+}
+
+export class Store {
+  readonly db: Kysely<Database>;
+
+  constructor(dialect: Dialect) {
+    this.db = new Kysely<Database>({ dialect });
+  }
+
+  async migrate(): Promise<void> {
+    const migrator = new Migrator({ db: this.db, provider: { getMigrations: async () => migrations } });
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+
+  // ---- organisations and tokens ----
+
+  async ensureOrganisation(id: string, name: string): Promise<void> {
+    await this.db
+      .insertInto('organisations')
+      .values({ id, name, created_at: new Date().toISOString() })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+  }
+
+  async insertToken(t: { id: string; orgId: string; name: string; hash: string }): Promise<void> {
+    await this.db
+      .insertInto('api_tokens')
+      .values({ id: t.id, org_id: t.orgId, name: t.name, token_hash: t.hash, created_at: new Date().toISOString(), last_used_at: null, revoked_at: null })
+      .execute();
+  }
+
+  async findToken(hash: string): Promise<{ id: string; org_id: string } | undefined> {
+    return this.db
+      .selectFrom('api_tokens')
+      .select(['id', 'org_id'])
+      .where('token_hash', '=', hash)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+  }
+
+  async countTokens(): Promise<number> {
+    const row = await this.db.selectFrom('api_tokens').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  // ---- sandboxes ----
+
+  async insertSandbox(row: SandboxRow, cause: string): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      await tx.insertInto('sandboxes').values(row).execute();
+      await tx.insertInto('sandbox_events').values({ sandbox_id: row.id, at: row.created_at, from_state: null, to_state: row.state, cause }).execute();
+    });
+  }
+
+  async deleteSandboxRow(id: string): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      await tx.deleteFrom('sandbox_events').where('sandbox_id', '=', id).execute();
+      await tx.deleteFrom('sandboxes').where('id', '=', id).execute();
+    });
+  }
+
+  async getSandbox(orgId: string, id: string): Promise<SandboxRow | undefined> {
+    return this.db.selectFrom('sandboxes').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Records a state change with its time and cause. */
+  async setState(id: string, to: SandboxState, cause: string, extra: Partial<SandboxRow> = {}): Promise<void> {
+    const at = new Date().toISOString();
+    await this.db.transaction().execute(async (tx) => {
+      const current = await tx.selectFrom('sandboxes').select('state').where('id', '=', id).executeTakeFirst();
+      await tx.updateTable('sandboxes').set({ ...extra, state: to }).where('id', '=', id).execute();
+      await tx.insertInto('sandbox_events').values({ sandbox_id: id, at, from_state: current?.state ?? null, to_state: to, cause }).execute();
+    });
+  }
+
+  async updateSandbox(id: string, patch: Partial<SandboxRow>): Promise<void> {
+    await this.db.updateTable('sandboxes').set(patch).where('id', '=', id).execute();
+  }
+
+  async listSandboxes(f: SandboxFilter): Promise<{ rows: SandboxRow[]; nextCursor: string | null }> {
+    let q = this.db.selectFrom('sandboxes').selectAll().where('org_id', '=', f.orgId);
+    q = f.state ? q.where('state', '=', f.state) : q.where('state', '!=', 'stopped');
+    for (const [key, value] of Object.entries(f.metadata)) {
+      q = q.where(sql<string>`json_extract(metadata, ${'$."' + key.replace(/"/g, '') + '"'})`, '=', value);
+    }
+    if (f.cursor) {
+      const c = decodeCursor(f.cursor);
+      q = q.where((eb) => eb.or([eb('created_at', '<', c.createdAt), eb.and([eb('created_at', '=', c.createdAt), eb('id', '<', c.id)])]));
+    }
+    const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit + 1).execute();
+    const more = rows.length > f.limit;
+    const page = rows.slice(0, f.limit);
+    const last = page[page.length - 1];
+    return { rows: page, nextCursor: more && last ? encodeCursor(last) : null };
+  }
+
+  async sandboxesOnHost(hostId: string, states: SandboxState[]): Promise<SandboxRow[]> {
+    return this.db.selectFrom('sandboxes').selectAll().where('host_id', '=', hostId).where('state', 'in', states).execute();
+  }
+
+  async expiredSandboxes(now: string): Promise<SandboxRow[]> {
+    return this.db.selectFrom('sandboxes').selectAll().where('state', '=', 'running').where('expires_at', '<', now).execute();
+  }
+
+  async sandboxEvents(id: string): Promise<Array<{ at: string; from_state: string | null; to_state: string; cause: string }>> {
+    return this.db.selectFrom('sandbox_events').select(['at', 'from_state', 'to_state', 'cause']).where('sandbox_id', '=', id).orderBy('id').execute();
+  }
+
+  /** Forgets stopped sandboxes older than the retention period. */
+  async purgeStopped(before: string): Promise<number> {
+    const old = await this.db.selectFrom('sandboxes').select('id').where('state', '=', 'stopped').where('stopped_at', '<', before).execute();
+    for (const { id } of old) await this.deleteSandboxRow(id);
+    return old.length;
+  }
+
+  // ---- audit ----
+
+  async audit(event: AuditRow): Promise<void> {
+    await this.db.insertInto('audit_events').values(event).execute();
+  }
+
+  async auditEvents(orgId: string, limit: number): Promise<AuditRow[]> {
+    return this.db
+      .selectFrom('audit_events')
+      .select(['at', 'org_id', 'actor', 'action', 'resource_type', 'resource_id', 'status', 'error_code', 'request_id'])
+      .where('org_id', '=', orgId)
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+  }
+}

@@ -1,0 +1,44 @@
+/** Periodic housekeeping: TTL expiry now; idle hibernation joins it later. */
+import type { FastifyBaseLogger } from 'fastify';
+import type { SandboxService } from './sandbox-service';
+import type { Store } from './store/store';
+
+export class Sweeper {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly sandboxes: SandboxService,
+    private readonly store: Store,
+    private readonly intervalMs: number,
+    private readonly retentionSeconds: number,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.sweep(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  async sweep(): Promise<void> {
+    if (this.running) return this.running;
+    this.running = (async () => {
+      try {
+        const reaped = await this.sandboxes.reapExpired();
+        for (const id of reaped) this.log.info({ sandbox: id }, 'sandbox TTL expired; destroyed');
+        await this.store.purgeStopped(new Date(Date.now() - this.retentionSeconds * 1000).toISOString());
+      } catch (err) {
+        this.log.error({ err }, 'sweep failed');
+      } finally {
+        this.running = null;
+      }
+    })();
+    return this.running;
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+}
