@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Warren needs on a Debian 12 host; safe to run again.
-#   - system packages (debootstrap, iproute2) via apt where missing
+#   - system packages (debootstrap, iproute2, gcc for the guest's spawner helper) via apt
+#     where missing
 #   - runsc (gVisor) 2024-07 from Debian 13's archive, kept in .state/bin
 #     without touching the system's apt configuration
 #   - npm dependencies
@@ -31,7 +32,7 @@ apt_install() {
   log "installing ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
-apt_install debootstrap iproute2 ca-certificates
+apt_install debootstrap iproute2 ca-certificates gcc libc6-dev
 
 # gVisor: Debian 12's runsc (2022) cannot checkpoint a running sandbox reliably;
 # Debian 13's (2024-07) is a static binary that runs here too.

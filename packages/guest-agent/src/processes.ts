@@ -3,12 +3,12 @@
  * forgotten once their exit has been delivered, background ones stay listed
  * (with a bounded replay buffer of their output) until removed.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
 import { stat } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { WarrenError } from '@warren/protocol/errors';
 import type { ExecEvent, GuestProcessStart, ProcessInfo } from '@warren/protocol/guest';
+import { Spawner, type SpawnedChild } from './spawner';
 
 const REPLAY_LIMIT_BYTES = 1024 * 1024;
 const MAX_EXITED_KEPT = 256;
@@ -23,7 +23,7 @@ export class GuestProcess {
   private readonly replay: ExecEvent[] = [];
   private replayBytes = 0;
   private readonly listeners = new Set<Listener>();
-  private child: ChildProcess | null = null;
+  private child: SpawnedChild | null = null;
   private readonly startedAt = Date.now();
   readonly exited: Promise<void>;
   private markExited!: () => void;
@@ -72,34 +72,37 @@ export class GuestProcess {
     for (const l of this.listeners) l(event);
   }
 
-  start(spec: GuestProcessStart, env: NodeJS.ProcessEnv): void {
-    let child: ChildProcess;
+  /** Starts the process; resolves once it is running or has failed to start. */
+  start(spec: GuestProcessStart, env: NodeJS.ProcessEnv, spawner: Spawner): Promise<void> {
+    let child: SpawnedChild;
     try {
-      child = spawn(spec.cmd, spec.args, {
-        cwd: this.info.cwd,
-        env,
-        // Own process group, so a timeout or kill reaches the whole tree.
-        detached: true,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
+      // The child gets its own process group, so a timeout or kill reaches the whole tree.
+      child = spawner.spawn({ cmd: spec.cmd, args: spec.args ?? [], env, cwd: this.info.cwd });
     } catch (err) {
       this.failToStart(err as NodeJS.ErrnoException);
-      return;
+      return Promise.resolve();
     }
     this.child = child;
-    let spawnFailed = false;
-    child.once('error', (err: NodeJS.ErrnoException) => {
-      if (child.pid === undefined && !spawnFailed) {
-        spawnFailed = true;
+    let timer: NodeJS.Timeout | undefined;
+    const started = new Promise<void>((resolve) => {
+      child.once('error', (err) => {
         this.failToStart(err);
-      }
+        resolve();
+      });
+      child.once('spawn', () => {
+        this.info.pid = child.pid ?? 0;
+        this.emit({ type: 'start', pid: this.info.pid });
+        if (spec.timeout_ms !== undefined) {
+          timer = setTimeout(() => {
+            this.info.timed_out = true;
+            this.killGroup('SIGKILL');
+          }, spec.timeout_ms);
+        }
+        resolve();
+      });
     });
-    if (child.pid === undefined) return; // 'error' follows on the next tick
-    this.info.pid = child.pid;
-    this.emit({ type: 'start', pid: child.pid });
 
-    const pipe = (source: NodeJS.ReadableStream | null, type: 'stdout' | 'stderr') => {
-      if (!source) return;
+    const pipe = (source: NodeJS.ReadableStream, type: 'stdout' | 'stderr') => {
       const decoder = new StringDecoder('utf8');
       source.on('data', (chunk: Buffer) => {
         const data = decoder.write(chunk);
@@ -112,20 +115,13 @@ export class GuestProcess {
     };
     pipe(child.stdout, 'stdout');
     pipe(child.stderr, 'stderr');
-    child.stdin?.on('error', () => {}); // EPIPE when the program never reads stdin
 
+    // Written (or closed) right away: the spawner delivers it once the process runs.
     if (spec.stdin !== undefined) {
-      child.stdin?.end(spec.stdin);
+      child.writeStdin(spec.stdin);
+      child.closeStdin();
     } else if (!this.background) {
-      child.stdin?.end();
-    }
-
-    let timer: NodeJS.Timeout | undefined;
-    if (spec.timeout_ms !== undefined) {
-      timer = setTimeout(() => {
-        this.info.timed_out = true;
-        this.killGroup('SIGKILL');
-      }, spec.timeout_ms);
+      child.closeStdin();
     }
 
     child.once('exit', (code, signal) => {
@@ -133,8 +129,7 @@ export class GuestProcess {
       const finish = () => this.finish(code, signal);
       // Wait for the pipes to drain, but not forever: a background grandchild may hold them.
       const drainTimer = setTimeout(() => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
+        child.release();
         finish();
       }, DRAIN_GRACE_MS);
       child.once('close', () => {
@@ -142,6 +137,7 @@ export class GuestProcess {
         finish();
       });
     });
+    return started;
   }
 
   private failToStart(err: NodeJS.ErrnoException): void {
@@ -176,30 +172,30 @@ export class GuestProcess {
   }
 
   writeStdin(data: string, eof: boolean): void {
-    const stdin = this.child?.stdin;
-    if (!this.running || !stdin || stdin.writableEnded) {
+    const child = this.child;
+    if (!this.running || !child || !child.stdinWritable) {
       throw new WarrenError('PROCESS_NOT_RUNNING', `process ${this.info.pid} does not accept input`);
     }
-    if (data) stdin.write(data);
-    if (eof) stdin.end();
+    if (data) child.writeStdin(data);
+    if (eof) child.closeStdin();
   }
 
   killGroup(signal: NodeJS.Signals): void {
     if (!this.running || !this.info.pid) {
       throw new WarrenError('PROCESS_NOT_RUNNING', `process ${this.info.pid} has exited`);
     }
-    try {
-      process.kill(-this.info.pid, signal);
-    } catch {
-      this.child?.kill(signal);
-    }
+    this.child?.kill(signal); // the whole process group
   }
 }
 
 export class ProcessTable {
   private readonly byPid = new Map<number, GuestProcess>();
 
-  constructor(private readonly baseEnv: () => NodeJS.ProcessEnv) {}
+  /** One Spawner (one helper process) is shared by every process of the table. */
+  constructor(
+    private readonly baseEnv: () => NodeJS.ProcessEnv,
+    private readonly spawner: Spawner = new Spawner(),
+  ) {}
 
   async start(spec: GuestProcessStart): Promise<GuestProcess> {
     const cwd = spec.cwd ?? '/root';
@@ -208,7 +204,7 @@ export class ProcessTable {
       throw new WarrenError('CWD_NOT_FOUND', `working directory ${cwd} does not exist`);
     }
     const proc = new GuestProcess(spec, cwd);
-    proc.start(spec, { ...this.baseEnv(), ...spec.env });
+    await proc.start(spec, { ...this.baseEnv(), ...spec.env }, this.spawner);
     if (proc.info.pid) this.byPid.set(proc.info.pid, proc);
     void proc.exited.then(() => {
       if (!proc.background) this.byPid.delete(proc.info.pid);

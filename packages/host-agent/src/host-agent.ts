@@ -188,7 +188,13 @@ export class HostAgent {
     return this.sandboxes.has(id);
   }
 
-  /** Stops and removes a sandbox with everything it held on this host; safe to repeat. */
+  /** Runtime teardowns still running in the background (awaited by close). */
+  private readonly teardowns = new Set<Promise<void>>();
+
+  /**
+   * Stops a sandbox at once and releases its memory reservation; the runtime's
+   * slower removal of its state finishes in the background. Safe to repeat.
+   */
   async destroySandbox(id: string): Promise<void> {
     const sbx = this.sandboxes.get(id);
     this.sandboxes.delete(id);
@@ -196,8 +202,18 @@ export class HostAgent {
       this.reservedMb -= sbx.memoryMb;
       await sbx.channel.close();
     }
-    await this.driver.destroy(id);
-    await rm(join(this.config.sandboxesDir, id), { recursive: true, force: true });
+    await this.driver.kill(id);
+    const teardown = this.driver
+      .destroy(id)
+      .then(() => rm(join(this.config.sandboxesDir, id), { recursive: true, force: true }))
+      .catch(() => undefined)
+      .finally(() => this.teardowns.delete(teardown));
+    this.teardowns.add(teardown);
+  }
+
+  /** Waits until every background teardown has finished. */
+  async settle(): Promise<void> {
+    while (this.teardowns.size > 0) await Promise.all([...this.teardowns]);
   }
 
   /**
@@ -238,5 +254,6 @@ export class HostAgent {
       if (opts.destroy) await this.destroySandbox(id);
       else await this.sandboxes.get(id)?.channel.close();
     }
+    await this.settle();
   }
 }

@@ -32,6 +32,23 @@ export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>; // e
 const PUBLIC_ROUTES = new Set(['/v1/health']);
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
+async function readJsonBody(payload: Readable, limit: number): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of payload) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw new WarrenError('PAYLOAD_TOO_LARGE', `request body exceeds ${limit} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new WarrenError('INVALID_JSON', 'request body is not valid JSON');
+  }
+}
+
 export async function buildApp(ctx: AppContext, logger: boolean | object = true): Promise<App> {
   const app = Fastify({
     logger,
@@ -58,8 +75,18 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   app.decorateRequest('auditResource', null);
   app.decorateRequest('errorCode', null);
 
-  // Raw bodies (file uploads) stay streams; they are piped to the sandbox, never buffered.
-  app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+  // Routes marked rawBody (file uploads) get the body as a stream, whatever its
+  // type: it is piped to the sandbox, never buffered. Everything else is JSON.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (request, payload, done) => {
+    const config = request.routeOptions.config as { rawBody?: boolean } | undefined;
+    if (config?.rawBody) return done(null, payload);
+    if (!/^application\/(?:[\w.+-]+\+)?json\b/i.test(request.headers['content-type'] ?? '')) return done(null, payload);
+    readJsonBody(payload, request.routeOptions.bodyLimit ?? 32 * 1024 * 1024).then(
+      (body) => done(null, body),
+      (err: Error) => done(err, undefined),
+    );
+  });
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -70,6 +97,8 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
 
   app.addHook('preValidation', async (request) => {
     const schema = request.routeOptions.schema;
+    // A POST without a body means "all defaults".
+    if (schema?.body && request.body === undefined) request.body = {};
     if (schema?.body && request.body instanceof Readable) {
       throw new WarrenError('UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON with Content-Type: application/json');
     }

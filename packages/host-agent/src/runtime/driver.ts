@@ -43,6 +43,8 @@ export interface RuntimeDriver {
   checkpoint(id: string, imageDir: string): Promise<void>;
   pause(id: string): Promise<void>;
   resume(id: string): Promise<void>;
+  /** Stops a sandbox at once: none of its processes runs afterwards. Removal may follow later. */
+  kill(id: string): Promise<void>;
   /** Stops and removes a sandbox and everything the runtime holds for it; safe to repeat. */
   destroy(id: string): Promise<void>;
   /** Ids of the sandboxes the runtime currently holds (for reconciliation after a restart). */

@@ -1,18 +1,23 @@
 /**
- * The guest bundle: the guest agent (bundled into one file) plus a private
+ * The guest bundle: the guest agent (bundled into one file), its native
+ * spawner helper (a static binary, so any libc will do), plus a private
  * copy of this host's Node.js binary, its shared libraries and its dynamic
  * loader. It is mounted read-only at /opt/warren and started through its own
  * loader, so it runs in any image whatever that image's libc is.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFile, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { existsSync, realpathSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const AGENT_ENTRY = fileURLToPath(new URL('../../../guest-agent/src/main.ts', import.meta.url));
+/** The helper that spawns user processes for the agent (see guest-agent/src/spawner.ts). */
+const SPAWNER_SOURCE = fileURLToPath(
+  new URL('../../../guest-agent/native/spawner.c', import.meta.url),
+);
 
 async function bundleAgent(): Promise<string> {
   const result = await build({
@@ -49,10 +54,12 @@ export interface GuestBundle {
 
 export async function ensureGuestBundle(root: string): Promise<GuestBundle> {
   const agent = await bundleAgent();
+  const spawnerSource = await readFile(SPAWNER_SOURCE);
   const node = realpathSync(process.execPath);
   const nodeStat = await stat(node);
   const key = createHash('sha256')
     .update(agent)
+    .update(createHash('sha256').update(spawnerSource).digest('hex'))
     .update(`${process.version}:${nodeStat.size}:${nodeStat.mtimeMs}`)
     .digest('hex')
     .slice(0, 16);
@@ -67,6 +74,10 @@ export async function ensureGuestBundle(root: string): Promise<GuestBundle> {
     // The loader must be reachable under its usual name for `ld-linux-x86-64.so.2 --library-path`.
     await copyFile(realpathSync(lib), join(tmp, 'lib', basename(lib)));
   }
+  // Static, so it runs in the sandbox image whatever its libc (musl-based Alpine too).
+  execFileSync('gcc', ['-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o', join(tmp, 'spawner'), SPAWNER_SOURCE], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   await writeFile(join(tmp, 'agent.js'), agent);
   await rm(dir, { recursive: true, force: true });
   await rename(tmp, dir);

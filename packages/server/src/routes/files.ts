@@ -56,6 +56,7 @@ export const fileRoutes =
     app.put(
       '/v1/sandboxes/:id/files',
       {
+        config: { rawBody: true },
         schema: {
           tags: ['files'],
           summary: 'Upload a file (raw body, streamed; parent directories are created)',

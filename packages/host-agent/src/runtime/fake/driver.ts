@@ -73,6 +73,10 @@ export class FakeDriver implements RuntimeDriver {
     this.running.get(id)?.kill('SIGCONT');
   }
 
+  async kill(id: string): Promise<void> {
+    this.running.get(id)?.kill('SIGKILL');
+  }
+
   async destroy(id: string): Promise<void> {
     this.calls.push({ op: 'destroy', id });
     const child = this.running.get(id);

@@ -1,0 +1,491 @@
+/**
+ * Starts user processes through the native spawner helper (native/spawner.c).
+ *
+ * Under gVisor, forking the big Node.js process is slow (65-110 ms for
+ * /bin/true), while posix_spawn from a small process takes about 19 ms, so
+ * one long-lived helper, started lazily, does the spawning. It talks to us
+ * over its stdin/stdout with frames: u32 LE payload length | u8 type | u32 LE
+ * id | payload (the id names one child; see spawner.c for the message types).
+ *
+ * Fallback: when the helper binary is missing (the fake driver runs this
+ * agent on a host, where /opt/warren/spawner does not exist) or cannot be
+ * executed, and permanently once the helper dies, processes are started with
+ * child_process.spawn instead, transparently: SpawnedChild behaves the same
+ * either way. Children that had not started yet when the helper died are
+ * started again that way; running ones lost their pipes, so their process
+ * groups are killed and they are reported as killed by SIGKILL.
+ *
+ * The helper does not keep the event loop alive on its own: it is unref'd
+ * while no child of it runs (guest-agent tests start and stop Spawners).
+ */
+import { spawn as spawnProcess, type ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { accessSync, constants as fsConstants } from 'node:fs';
+import { constants } from 'node:os';
+import { Readable } from 'node:stream';
+
+export const DEFAULT_SPAWNER_PATH = '/opt/warren/spawner';
+
+const REQ_SPAWN = 1;
+const REQ_STDIN = 2;
+const REQ_STDIN_CLOSE = 3;
+const REQ_SIGNAL = 4;
+const REQ_RELEASE = 5;
+const EV_STARTED = 0x11;
+const EV_SPAWN_FAILED = 0x12;
+const EV_STDOUT = 0x13;
+const EV_STDERR = 0x14;
+const EV_STDOUT_EOF = 0x15;
+const EV_STDERR_EOF = 0x16;
+const EV_EXITED = 0x17;
+const HEADER = 9;
+/** Stdin is sent in frames of at most this size (the helper refuses frames over 64 MiB). */
+const STDIN_FRAME = 1024 * 1024;
+
+const ERRNO_NAMES = new Map(Object.entries(constants.errno).map(([name, n]) => [n, name]));
+const SIGNAL_NAMES = new Map(
+  Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]),
+);
+
+export interface SpawnOptions {
+  cmd: string;
+  args: readonly string[];
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+}
+
+type Stream = 'stdout' | 'stderr';
+
+/** What a SpawnedChild is backed by: the helper or a child_process ChildProcess. */
+interface Backend {
+  writeStdin(data: Buffer): void;
+  closeStdin(): void;
+  kill(signal: number): void;
+  release(): void;
+}
+
+interface SpawnedChildEvents {
+  spawn: [];
+  error: [err: NodeJS.ErrnoException];
+  exit: [code: number | null, signal: NodeJS.Signals | null];
+  /** After `exit` once stdout and stderr have both closed, as with ChildProcess. */
+  close: [code: number | null, signal: NodeJS.Signals | null];
+}
+
+/**
+ * A process started by a Spawner. Its process group is its own (pgid = pid),
+ * and `kill` signals the whole group. Events: `spawn`, `error` (failed to
+ * start, a Node-style errno error such as code 'ENOENT'), `exit`, `close`.
+ */
+export class SpawnedChild extends EventEmitter<SpawnedChildEvents> {
+  pid: number | undefined;
+  /** Raw output as Buffers; nothing is decoded here. */
+  readonly stdout = new Readable({ read() {} });
+  readonly stderr = new Readable({ read() {} });
+  private backend: Backend | null = null;
+  private stdinEnded = false;
+  private exitStatus: [number | null, NodeJS.Signals | null] | null = null;
+  private openStreams = 2;
+  private readonly ended = { stdout: false, stderr: false };
+  private closed = false;
+  /** Stdin written before the start was confirmed, to replay if the spawn is retried. */
+  private preStart: Array<Buffer | null> | null = [];
+
+  constructor(readonly options: SpawnOptions) {
+    super();
+    for (const s of [this.stdout, this.stderr]) {
+      s.once('close', () => {
+        this.openStreams -= 1;
+        this.maybeClose();
+      });
+    }
+  }
+
+  /** False once stdin was closed (or the process has exited or failed to start). */
+  get stdinWritable(): boolean {
+    return !this.stdinEnded && this.exitStatus === null;
+  }
+
+  writeStdin(data: Buffer | string): void {
+    if (!this.stdinWritable) return;
+    const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    this.preStart?.push(buf);
+    this.backend?.writeStdin(buf);
+  }
+
+  closeStdin(): void {
+    if (!this.stdinWritable) return;
+    this.stdinEnded = true;
+    this.preStart?.push(null);
+    this.backend?.closeStdin();
+  }
+
+  /** Sends a signal to the child's whole process group. */
+  kill(signal: NodeJS.Signals | number = 'SIGTERM'): void {
+    const n = typeof signal === 'number' ? signal : constants.signals[signal];
+    if (n === undefined) {
+      throw Object.assign(new TypeError(`Unknown signal: ${String(signal)}`), {
+        code: 'ERR_UNKNOWN_SIGNAL',
+      });
+    }
+    this.backend?.kill(n);
+  }
+
+  /** Stops waiting for output (a grandchild may hold the pipes): the streams are destroyed. */
+  release(): void {
+    this.stdout.destroy();
+    this.stderr.destroy();
+    this.backend?.release();
+  }
+
+  // The methods below are called by the backends only.
+
+  /** @internal Attaches a backend and replays stdin given before a retried start. */
+  attach(backend: Backend, replay: boolean): void {
+    this.backend = backend;
+    if (!replay) return;
+    for (const op of this.preStart ?? []) {
+      if (op) backend.writeStdin(op);
+      else backend.closeStdin();
+    }
+  }
+
+  /** @internal */
+  started(pid: number): void {
+    this.pid = pid;
+    this.preStart = null;
+    this.emit('spawn');
+  }
+
+  /** @internal */
+  failed(err: NodeJS.ErrnoException): void {
+    this.preStart = null;
+    this.stdinEnded = true;
+    this.stdout.destroy();
+    this.stderr.destroy();
+    this.emit('error', err);
+  }
+
+  /** @internal */
+  output(stream: Stream, data: Buffer | null): void {
+    if (this.ended[stream]) return;
+    if (data === null) this.ended[stream] = true;
+    if (!this[stream].destroyed) this[stream].push(data);
+  }
+
+  /** @internal */
+  exited(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.exitStatus) return;
+    this.exitStatus = [code, signal];
+    this.emit('exit', code, signal);
+    this.maybeClose();
+  }
+
+  private maybeClose(): void {
+    if (this.closed || !this.exitStatus || this.openStreams > 0) return;
+    this.closed = true;
+    this.emit('close', ...this.exitStatus);
+  }
+}
+
+/** Node's checks, so a bad argument fails as it did with child_process.spawn. */
+function invalidArg(name: string, value: string, reason: string): Error {
+  return Object.assign(
+    new TypeError(`The argument '${name}' ${reason}. Received ${JSON.stringify(value)}`),
+    { code: 'ERR_INVALID_ARG_VALUE' },
+  );
+}
+
+/** The SPAWN payload: NUL-terminated cwd, cmd, argc, args..., envc, K=V...; throws like Node. */
+function spawnPayload({ cmd, args, env, cwd }: SpawnOptions): Buffer {
+  if (typeof cmd !== 'string' || !Array.isArray(args)) {
+    throw Object.assign(new TypeError('The "file" and "args" arguments must be a string and an array'), {
+      code: 'ERR_INVALID_ARG_TYPE',
+    });
+  }
+  if (cmd.length === 0) throw invalidArg('file', cmd, 'cannot be empty');
+  const envPairs: string[] = [];
+  for (const [key, value] of Object.entries(env)) {
+    if (value !== undefined) envPairs.push(`${key}=${value}`);
+  }
+  const parts = [cwd, cmd, String(args.length), ...args, String(envPairs.length), ...envPairs];
+  for (const p of parts) {
+    if (p.includes('\0')) throw invalidArg('args', p, 'must be a string without null bytes');
+  }
+  return Buffer.from(parts.join('\0') + '\0', 'utf8');
+}
+
+function errnoError(errno: number, { cmd, args }: SpawnOptions): NodeJS.ErrnoException {
+  const code = ERRNO_NAMES.get(errno) ?? `E${errno}`;
+  return Object.assign(new Error(`spawn ${cmd} ${code}`), {
+    errno: -errno,
+    code,
+    syscall: `spawn ${cmd}`,
+    path: cmd,
+    spawnargs: [...args],
+  });
+}
+
+/** Starts `child` with child_process.spawn; a synchronous throw is rethrown. */
+function spawnDirect(child: SpawnedChild, replay: boolean): void {
+  const { cmd, args, env, cwd } = child.options;
+  // Own session and process group, so a timeout or kill reaches the whole tree.
+  const cp: ChildProcess = spawnProcess(cmd, [...args], {
+    cwd,
+    env,
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  cp.stdin?.on('error', () => {}); // EPIPE when the program never reads stdin
+  child.attach(
+    {
+      writeStdin: (data) => cp.stdin?.write(data),
+      closeStdin: () => cp.stdin?.end(),
+      kill: (signal) => {
+        try {
+          if (cp.pid !== undefined) process.kill(-cp.pid, signal);
+        } catch {
+          cp.kill(signal);
+        }
+      },
+      release: () => {
+        cp.stdout?.destroy();
+        cp.stderr?.destroy();
+      },
+    },
+    replay,
+  );
+  cp.once('spawn', () => child.started(cp.pid ?? 0));
+  cp.on('error', (err: NodeJS.ErrnoException) => {
+    if (cp.pid === undefined) child.failed(err);
+  });
+  for (const name of ['stdout', 'stderr'] as const) {
+    const s = cp[name];
+    s?.on('data', (chunk: Buffer) => child.output(name, chunk));
+    s?.once('close', () => child.output(name, null));
+  }
+  cp.once('exit', (code, signal) => child.exited(code, signal));
+}
+
+interface HelperEntry {
+  child: SpawnedChild;
+  started: boolean;
+  exited: boolean;
+  eofs: number;
+}
+
+export interface SpawnerOptions {
+  /** The helper binary; default $WARREN_SPAWNER, else /opt/warren/spawner. */
+  path?: string;
+}
+
+export class Spawner {
+  private mode: 'idle' | 'helper' | 'fallback' = 'idle';
+  private helper: ChildProcess | null = null;
+  private readonly entries = new Map<number, HelperEntry>();
+  private nextId = 1;
+  private referenced = true;
+  private closing = false;
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  private needed = HEADER;
+
+  constructor(private readonly options: SpawnerOptions = {}) {}
+
+  /** 'helper' while the helper runs, 'fallback' once child_process is used instead. */
+  get backend(): 'idle' | 'helper' | 'fallback' {
+    return this.mode;
+  }
+
+  spawn(options: SpawnOptions): SpawnedChild {
+    if (this.mode === 'idle') this.startHelper();
+    const child = new SpawnedChild(options);
+    if (this.mode === 'fallback' || !this.helper) {
+      spawnDirect(child, false);
+      return child;
+    }
+    const payload = spawnPayload(options); // throws before anything is sent
+    const id = this.nextId;
+    this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
+    this.entries.set(id, { child, started: false, exited: false, eofs: 0 });
+    this.updateRef();
+    child.attach(this.helperBackend(id), false);
+    this.send(REQ_SPAWN, id, payload);
+    return child;
+  }
+
+  /** Stops the helper (it kills its children's process groups); a later spawn starts it again. */
+  close(): void {
+    const helper = this.helper;
+    if (!helper) return;
+    this.closing = true;
+    helper.stdin?.end();
+    this.helperGone(helper);
+    this.closing = false;
+  }
+
+  private startHelper(): void {
+    const path = this.options.path ?? process.env.WARREN_SPAWNER ?? DEFAULT_SPAWNER_PATH;
+    try {
+      accessSync(path, fsConstants.X_OK);
+    } catch {
+      this.mode = 'fallback'; // no helper here (e.g. the fake driver on a host)
+      return;
+    }
+    const helper = spawnProcess(path, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+    this.helper = helper;
+    this.mode = 'helper';
+    this.referenced = true;
+    this.updateRef();
+    helper.stdout?.on('data', (chunk: Buffer) => {
+      if (this.helper === helper) this.onData(chunk);
+    });
+    helper.stdin?.on('error', () => {}); // EPIPE once it died; 'close' tells us
+    helper.once('error', () => this.helperGone(helper));
+    helper.once('close', () => this.helperGone(helper));
+  }
+
+  private helperBackend(id: number): Backend {
+    return {
+      writeStdin: (data) => {
+        for (let off = 0; off < data.length; off += STDIN_FRAME) {
+          this.send(REQ_STDIN, id, data.subarray(off, off + STDIN_FRAME));
+        }
+      },
+      closeStdin: () => this.send(REQ_STDIN_CLOSE, id),
+      kill: (signal) => this.send(REQ_SIGNAL, id, Buffer.from(String(signal))),
+      release: () => {
+        this.send(REQ_RELEASE, id);
+        this.forget(id);
+      },
+    };
+  }
+
+  private send(type: number, id: number, payload?: Buffer): void {
+    const stdin = this.helper?.stdin;
+    if (!stdin || stdin.destroyed) return;
+    const header = Buffer.allocUnsafe(HEADER);
+    header.writeUInt32LE(payload?.length ?? 0, 0);
+    header.writeUInt8(type, 4);
+    header.writeUInt32LE(id, 5);
+    stdin.write(payload?.length ? Buffer.concat([header, payload]) : header);
+  }
+
+  /** Splits the helper's output into frames (a frame may span chunks). */
+  private onData(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    if (this.buffered < this.needed) return;
+    const buf = this.chunks.length === 1 ? chunk : Buffer.concat(this.chunks, this.buffered);
+    let off = 0;
+    this.needed = HEADER;
+    while (buf.length - off >= HEADER) {
+      const len = buf.readUInt32LE(off);
+      if (buf.length - off < HEADER + len) {
+        this.needed = HEADER + len;
+        break;
+      }
+      const payload = buf.subarray(off + HEADER, off + HEADER + len);
+      this.onFrame(buf.readUInt8(off + 4), buf.readUInt32LE(off + 5), payload);
+      off += HEADER + len;
+    }
+    const rest = buf.subarray(off);
+    this.chunks = rest.length > 0 ? [rest] : [];
+    this.buffered = rest.length;
+  }
+
+  private onFrame(type: number, id: number, payload: Buffer): void {
+    const entry = this.entries.get(id);
+    if (!entry) return; // released, or the helper is talking about a forgotten child
+    const { child } = entry;
+    switch (type) {
+      case EV_STARTED:
+        entry.started = true;
+        child.started(Number(payload.toString()));
+        break;
+      case EV_SPAWN_FAILED:
+        this.forget(id);
+        child.failed(errnoError(Number(payload.toString()), child.options));
+        break;
+      case EV_STDOUT:
+      case EV_STDERR:
+        child.output(type === EV_STDOUT ? 'stdout' : 'stderr', payload);
+        break;
+      case EV_STDOUT_EOF:
+      case EV_STDERR_EOF:
+        entry.eofs += 1;
+        child.output(type === EV_STDOUT_EOF ? 'stdout' : 'stderr', null);
+        if (entry.exited && entry.eofs === 2) this.forget(id);
+        break;
+      case EV_EXITED: {
+        entry.exited = true;
+        if (entry.eofs === 2) this.forget(id);
+        const text = payload.toString();
+        if (text.startsWith('signal:')) {
+          child.exited(null, SIGNAL_NAMES.get(Number(text.slice(7))) ?? null);
+        } else {
+          child.exited(Number(text), null);
+        }
+        break;
+      }
+    }
+  }
+
+  private forget(id: number): void {
+    this.entries.delete(id);
+    this.updateRef();
+  }
+
+  /** Keeps the event loop alive only while the helper has children. */
+  private updateRef(): void {
+    const helper = this.helper;
+    const want = this.entries.size > 0;
+    if (!helper || want === this.referenced) return;
+    this.referenced = want;
+    for (const handle of [helper, helper.stdin, helper.stdout]) {
+      const h = handle as { ref?: () => void; unref?: () => void } | null;
+      if (want) h?.ref?.();
+      else h?.unref?.();
+    }
+  }
+
+  private helperGone(helper: ChildProcess): void {
+    if (this.helper !== helper) return;
+    this.helper = null;
+    this.chunks = [];
+    this.buffered = 0;
+    this.needed = HEADER;
+    if (this.closing) {
+      this.mode = 'idle';
+    } else {
+      this.mode = 'fallback';
+      process.stderr.write('warren: spawner helper exited; using child_process.spawn\n');
+    }
+    const entries = [...this.entries.values()];
+    this.entries.clear();
+    for (const { child, started, exited } of entries) {
+      if (!started && this.closing) {
+        child.failed(errnoError(constants.errno.ECANCELED, child.options));
+        continue;
+      }
+      if (!started) {
+        // Never started: start it the other way, replaying the stdin given so far.
+        try {
+          spawnDirect(child, true);
+        } catch (err) {
+          child.failed(err as NodeJS.ErrnoException);
+        }
+        continue;
+      }
+      // Its pipes died with the helper: make sure the group is gone and report a kill.
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      child.output('stdout', null);
+      child.output('stderr', null);
+      if (!exited) child.exited(null, 'SIGKILL');
+    }
+  }
+}

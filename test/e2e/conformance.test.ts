@@ -1,0 +1,316 @@
+/**
+ * Runtime driver conformance: every driver this machine can run goes through
+ * the same checks of the RuntimeDriver contract (packages/host-agent/src/runtime/driver.ts),
+ * without a HostAgent: specs are built by hand, with the base template's root
+ * filesystem and the current guest bundle, and each sandbox's guest agent dials
+ * a GuestChannel listening in a short temp directory.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { GuestChannel } from '@warren/host-agent';
+import type { RuntimeDriver, SandboxSpec } from '@warren/host-agent';
+import { GUEST_PATHS, WarrenError, type FileInfo, type GuestHealth } from '@warren/protocol';
+import { GvisorDriver } from '../../packages/host-agent/src/runtime/gvisor/driver';
+import { FakeDriver } from '../../packages/host-agent/src/runtime/fake/driver';
+import { ensureGuestBundle } from '../../packages/host-agent/src/templates/guest-bundle';
+import type { TemplateRecord } from '../../packages/host-agent/src/templates/catalog';
+import { RUNSC, TEMPLATES_DIR } from '../fixture';
+
+/** Names of the checks, for `skip`. */
+export type ConformanceCheck =
+  | 'version'
+  | 'capabilities'
+  | 'boot'
+  | 'checkpoint'
+  | 'checkpoint-unlists'
+  | 'restore'
+  | 'restore-isolation'
+  | 'pause'
+  | 'exit-unlists'
+  | 'destroy';
+
+export interface ConformanceOptions {
+  /** Checks this driver is known not to satisfy, with the reason in the caller's comment. */
+  skip?: ConformanceCheck[];
+  /** Checks this driver is known to fail (a product bug): run and reported, but not fatal. */
+  todo?: Partial<Record<ConformanceCheck, string>>;
+}
+
+interface Sbx {
+  id: string;
+  spec: SandboxSpec;
+  channel: GuestChannel;
+}
+
+const READY_MS = 60_000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
+    }),
+  ]);
+}
+
+export function runConformance(
+  name: string,
+  makeDriver: (dirs: { stateDir: string }) => RuntimeDriver,
+  opts: ConformanceOptions = {},
+): void {
+  const skip = new Set(opts.skip ?? []);
+  const check = (c: ConformanceCheck) => {
+    if (skip.has(c)) return { skip: `${name} skips ${c}` };
+    const todo = opts.todo?.[c];
+    return todo ? { todo } : {};
+  };
+
+  describe(`runtime driver conformance: ${name}`, () => {
+    let tmp = '';
+    let driver: RuntimeDriver;
+    let rootfs = '';
+    let guestDir = '';
+    let imageDir = '';
+    const prefix = `c${randomBytes(3).toString('hex')}`;
+    const live = new Map<string, Sbx>();
+    let booted: Sbx | undefined;
+    let checkpointed = '';
+    let copies: Sbx[] = [];
+
+    const makeSbx = async (suffix: string): Promise<Sbx> => {
+      const id = `${prefix}-${suffix}`;
+      const workDir = join(tmp, id);
+      const channelDir = join(workDir, 'chan');
+      await mkdir(channelDir, { recursive: true });
+      const channel = new GuestChannel(join(channelDir, 'agent.sock'), () => ({
+        sandbox_id: id,
+        env: {},
+      }));
+      await channel.listen();
+      const spec: SandboxSpec = {
+        id,
+        rootfs,
+        guestDir,
+        channelDir,
+        workDir,
+        cpu: 1,
+        memoryMb: 512,
+        hostname: id,
+        env: {},
+      };
+      const sbx = { id, spec, channel };
+      live.set(id, sbx);
+      return sbx;
+    };
+
+    const health = (sbx: Sbx) =>
+      sbx.channel.json<GuestHealth>({ method: 'GET', path: GUEST_PATHS.health });
+    const putFile = (sbx: Sbx, path: string, content: string) =>
+      sbx.channel.json<FileInfo>({
+        method: 'PUT',
+        path: GUEST_PATHS.files,
+        query: { path },
+        body: Readable.from([Buffer.from(content)]),
+        contentLength: Buffer.byteLength(content),
+      });
+    const statFile = (sbx: Sbx, path: string) =>
+      sbx.channel.json<FileInfo>({ method: 'GET', path: GUEST_PATHS.filesStat, query: { path } });
+    const readFile = async (sbx: Sbx, path: string) => {
+      const res = await sbx.channel.request({ path: GUEST_PATHS.files, query: { path } });
+      const chunks: Buffer[] = [];
+      for await (const c of res.body) chunks.push(c as Buffer);
+      assert.equal(res.status, 200, `GET ${path}`);
+      return Buffer.concat(chunks).toString('utf8');
+    };
+
+    /** A path under our temp dir: inside gVisor it is in the sandbox's own overlay; the fake writes the host. */
+    const guestPath = (name: string) => join(tmp, 'guest-files', name);
+
+    before(async () => {
+      // Short paths: Unix socket paths must stay under ~100 bytes.
+      tmp = mkdtempSync('/tmp/wc-');
+      imageDir = join(tmp, 'image');
+      const tpl = JSON.parse(
+        readFileSync(join(TEMPLATES_DIR, 'base', 'template.json'), 'utf8'),
+      ) as TemplateRecord;
+      rootfs = tpl.rootfs;
+      guestDir = (await ensureGuestBundle(join(TEMPLATES_DIR, '.guest'))).dir;
+      driver = makeDriver({ stateDir: join(tmp, 'state') });
+    });
+
+    after(async () => {
+      // Everything, even after a failure: sandboxes, channels, temp dirs.
+      for (const sbx of live.values()) {
+        await sbx.channel.close().catch(() => undefined);
+        await driver?.destroy(sbx.id).catch(() => undefined);
+      }
+      const left = (await driver?.list().catch(() => [] as string[])) ?? [];
+      for (const id of left.filter((i) => i.startsWith(prefix))) {
+        await driver.destroy(id).catch(() => undefined);
+      }
+      if (tmp) rmSync(tmp, { recursive: true, force: true });
+    });
+
+    it('version() returns a non-empty string', check('version'), async () => {
+      const v = await driver.version();
+      assert.equal(typeof v, 'string');
+      assert.ok(v.trim().length > 0, `version ${JSON.stringify(v)}`);
+    });
+
+    it('name and capabilities have the documented shape', check('capabilities'), () => {
+      assert.equal(typeof driver.name, 'string');
+      assert.ok(driver.name.length > 0);
+      const caps = driver.capabilities;
+      assert.deepEqual(Object.keys(caps).sort(), ['checkpoint', 'network', 'pause']);
+      assert.equal(typeof caps.checkpoint, 'boolean');
+      assert.equal(typeof caps.pause, 'boolean');
+      assert.ok(['none', 'netstack'].includes(caps.network), `network ${caps.network}`);
+    });
+
+    it('boot: the guest dials its channel and answers /health; list() has it', check('boot'), async () => {
+      const sbx = await makeSbx('boot');
+      await driver.boot(sbx.spec);
+      await sbx.channel.waitReady(READY_MS);
+      const h = await health(sbx);
+      assert.equal(h.ok, true);
+      assert.equal(h.sandbox_id, sbx.id, 'the guest accepted the hello of its own channel');
+      assert.equal(h.connections, 1);
+      assert.ok((await driver.list()).includes(sbx.id));
+      // State written before the checkpoint, to be found in every restored copy.
+      await putFile(sbx, guestPath('before-checkpoint'), 'from the booted sandbox');
+      booted = sbx;
+    });
+
+    it('checkpoint: saves an image and stops the sandbox', check('checkpoint'), async () => {
+      assert.ok(booted, 'needs the booted sandbox');
+      // As HostAgent.bake does: no new dial-ins, then the guest drops its connection.
+      await booted.channel.closeListener();
+      await booted.channel.json({ method: 'POST', path: GUEST_PATHS.prepareCheckpoint });
+      await booted.channel.waitDisconnected(10_000);
+      await driver.checkpoint(booted.id, imageDir);
+      checkpointed = booted.id;
+      assert.ok(existsSync(imageDir) && readdirSync(imageDir).length > 0, 'image written');
+      assert.equal(booted.channel.connected, false);
+      await assert.rejects(health(booted), (e: unknown) => e instanceof WarrenError);
+    });
+
+    it('checkpoint: the checkpointed sandbox leaves list()', check('checkpoint-unlists'), async () => {
+      assert.ok(checkpointed, 'needs the checkpointed sandbox');
+      const listed = await driver.list();
+      assert.ok(!listed.includes(checkpointed), `list() after checkpoint: ${listed.join(',')}`);
+    });
+
+    it('restore twice: two running copies, each dialing its own channel', check('restore'), async () => {
+      assert.ok(existsSync(imageDir), 'needs the checkpoint image');
+      const a = await makeSbx('ra');
+      const b = await makeSbx('rb');
+      await driver.restore(a.spec, imageDir);
+      await driver.restore(b.spec, imageDir);
+      copies = [a, b];
+      await Promise.all([a.channel.waitReady(READY_MS), b.channel.waitReady(READY_MS)]);
+      const [ha, hb] = await Promise.all([health(a), health(b)]);
+      assert.equal(ha.sandbox_id, a.id);
+      assert.equal(hb.sandbox_id, b.id);
+      const listed = await driver.list();
+      assert.ok(listed.includes(a.id) && listed.includes(b.id), `list(): ${listed.join(',')}`);
+    });
+
+    it('restored copies carry the image state and are independent', check('restore-isolation'), async () => {
+      const [a, b] = copies;
+      assert.ok(a && b, 'needs two restored copies');
+      // Both copies start from the image...
+      assert.equal(await readFile(a, guestPath('before-checkpoint')), 'from the booted sandbox');
+      assert.equal(await readFile(b, guestPath('before-checkpoint')), 'from the booted sandbox');
+      // ...and diverge from there.
+      const written = await putFile(a, guestPath('only-in-a'), 'a');
+      assert.equal(written.size, 1);
+      assert.equal((await statFile(a, guestPath('only-in-a'))).type, 'file');
+      await assert.rejects(
+        statFile(b, guestPath('only-in-a')),
+        (e: unknown) => e instanceof WarrenError && e.code === 'FILE_NOT_FOUND',
+      );
+    });
+
+    it('pause holds guest requests; resume lets them complete', check('pause'), async () => {
+      const sbx = copies[0];
+      assert.ok(sbx, 'needs a running sandbox');
+      await health(sbx); // answers while running
+      await driver.pause(sbx.id);
+      let settled = false;
+      const pending = health(sbx).finally(() => (settled = true));
+      try {
+        await new Promise((r) => setTimeout(r, 300));
+        assert.equal(settled, false, 'a request to a paused sandbox completed');
+      } finally {
+        await driver.resume(sbx.id);
+      }
+      const h = await withTimeout(pending, 10_000, 'request after resume');
+      assert.equal(h.sandbox_id, sbx.id);
+    });
+
+    it('a sandbox whose guest agent exited leaves list()', check('exit-unlists'), async () => {
+      const sbx = copies[1];
+      assert.ok(sbx, 'needs a running sandbox');
+      // The guest agent is the sandbox's first process and exits on SIGTERM.
+      const { pid } = await health(sbx);
+      await sbx.channel.json({
+        method: 'POST',
+        path: GUEST_PATHS.processes,
+        json: { cmd: 'kill', args: ['-TERM', String(pid)], background: true },
+      });
+      await sbx.channel.waitDisconnected(10_000);
+      let listed = await driver.list();
+      for (let i = 0; i < 30 && listed.includes(sbx.id); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        listed = await driver.list();
+      }
+      assert.ok(!listed.includes(sbx.id), `list() 3 s after its guest exited: ${listed.join(',')}`);
+    });
+
+    it('destroy is idempotent and removes the sandbox from list()', check('destroy'), async () => {
+      const victims = [...copies];
+      if (victims.length === 0) {
+        // Restore was skipped: destroy a freshly booted one instead.
+        const sbx = await makeSbx('d');
+        await driver.boot(sbx.spec);
+        await sbx.channel.waitReady(READY_MS);
+        victims.push(sbx);
+      }
+      for (const sbx of victims) {
+        await driver.destroy(sbx.id);
+        await driver.destroy(sbx.id);
+        assert.ok(!(await driver.list()).includes(sbx.id), `${sbx.id} still listed`);
+        await sbx.channel.waitDisconnected(10_000);
+        assert.equal(sbx.channel.connected, false);
+        await sbx.channel.close();
+        live.delete(sbx.id);
+      }
+      await driver.destroy(`${prefix}-never-existed`);
+      assert.deepEqual(
+        (await driver.list()).filter((id) => id.startsWith(prefix)),
+        [],
+        'nothing of this run is left',
+      );
+    });
+  });
+}
+
+const canRunGvisor = process.getuid?.() === 0 && existsSync(RUNSC);
+
+if (canRunGvisor) {
+  runConformance('gvisor', ({ stateDir }) => new GvisorDriver({ binary: RUNSC, stateDir }));
+} else {
+  describe('runtime driver conformance: gvisor', () => {
+    it('needs root and .state/bin/runsc', { skip: 'runsc not available here' }, () => undefined);
+  });
+}
+
+// The fake runs the guest agent as a host process sharing the host file system,
+// so restored copies cannot be isolated from each other (nor carry image state).
+runConformance('fake', () => new FakeDriver(), { skip: ['restore-isolation'] });

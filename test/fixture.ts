@@ -1,0 +1,95 @@
+/**
+ * Test fixture: a real single-node platform (gVisor driver, real runsc) on a
+ * loopback port with its own state directory. Templates come from the shared
+ * test cache (.state/templates, built by `npm test`'s setup). Teardown destroys
+ * every sandbox, checks runsc holds none, and removes the state directory.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { startPlatform, type Platform, type StartOptions } from '@warren/server';
+
+export const REPO = join(import.meta.dirname, '..');
+export const TEMPLATES_DIR = join(REPO, '.state/templates');
+export const RUNSC = join(REPO, '.state/bin/runsc');
+
+export interface TestPlatform extends Platform {
+  home: string;
+  api(path: string, init?: RequestInit & { json?: unknown; token?: string | null }): Promise<Response>;
+  json<T = any>(path: string, init?: RequestInit & { json?: unknown }): Promise<T>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  runscContainers(): string[];
+  stop(): Promise<void>;
+}
+
+export async function startTestPlatform(options: StartOptions & { keepHome?: boolean } = {}): Promise<TestPlatform> {
+  const { keepHome, ...rest } = options;
+  const home = rest.home ?? mkdtempSync('/tmp/wt-');
+  const platform = await startPlatform({
+    home,
+    host: '127.0.0.1',
+    port: 0,
+    templatesDir: TEMPLATES_DIR,
+    runsc: RUNSC,
+    logger: false,
+    destroyOnClose: true,
+    onProgress: () => undefined,
+    ...rest,
+  });
+  const api: TestPlatform['api'] = (path, init = {}) => {
+    const { json, token, ...req } = init;
+    const headers = new Headers(req.headers);
+    if (token !== null) headers.set('authorization', `Bearer ${token ?? platform.adminToken}`);
+    if (json !== undefined) headers.set('content-type', 'application/json');
+    return fetch(platform.url + path, { ...req, headers, body: json !== undefined ? JSON.stringify(json) : req.body });
+  };
+  const runscContainers = () => {
+    const out = execFileSync(RUNSC, ['--root', join(home, 'runsc'), 'list', '-quiet'], { encoding: 'utf8' });
+    return out.split('\n').filter(Boolean);
+  };
+  return {
+    ...platform,
+    home,
+    api,
+    async json(path, init) {
+      const res = await api(path, init);
+      const body = (await res.json()) as never;
+      if (!res.ok) throw new Error(`${init?.method ?? 'GET'} ${path} -> ${res.status} ${JSON.stringify(body)}`);
+      return body;
+    },
+    runscContainers,
+    async stop() {
+      try {
+        await platform.close();
+      } finally {
+        // Whatever a failed test left behind: no container of this home survives.
+        for (const id of (() => {
+          try {
+            return runscContainers();
+          } catch {
+            return [];
+          }
+        })()) {
+          try {
+            execFileSync(RUNSC, ['--root', join(home, 'runsc'), 'delete', '-force', id]);
+          } catch {
+            // already gone
+          }
+        }
+        if (!keepHome) rmSync(home, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+/** Creates a sandbox through the REST API and returns its id. */
+export async function createSandbox(p: TestPlatform, body: Record<string, unknown> = { template: 'base' }): Promise<string> {
+  const sbx = await p.json<{ id: string }>('/v1/sandboxes', { method: 'POST', json: body });
+  return sbx.id;
+}
+
+export async function exec(p: TestPlatform, id: string, body: Record<string, unknown>) {
+  return p.json<{ exit_code: number; stdout: string; stderr: string; timed_out: boolean; signal: string | null; pid: number }>(
+    `/v1/sandboxes/${id}/exec`,
+    { method: 'POST', json: body },
+  );
+}
