@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { createServer, type Http2Session } from 'node:http2';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { GUEST_CHANNEL_DIR, GUEST_CHANNEL_SOCKET } from '@warren/protocol/guest';
+import { CHANNEL_SETTINGS, CHANNEL_WINDOW, GUEST_CHANNEL_DIR, GUEST_CHANNEL_SOCKET } from '@warren/protocol/guest';
 import { ProcessTable } from './processes';
 import { handle, type GuestState } from './routes';
 
@@ -41,10 +41,13 @@ const state: GuestState = {
   },
 };
 
-const server = createServer({ settings: { initialWindowSize: 4 * 1024 * 1024 } });
+// Large windows and frames: file transfers cross this one connection, and every
+// read or write of it is a system call through the gVisor kernel.
+const server = createServer({ settings: CHANNEL_SETTINGS });
 server.on('session', (s) => {
   session = s;
   s.on('error', () => {});
+  s.setLocalWindowSize(CHANNEL_WINDOW);
 });
 server.on('stream', (stream, headers) => handle(state, stream, headers));
 

@@ -8,7 +8,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { unlink } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { WarrenError, isErrorCode, type ErrorBody } from '@warren/protocol';
-import { GUEST_PATHS, type GuestHello } from '@warren/protocol/guest';
+import { CHANNEL_SETTINGS, CHANNEL_WINDOW, GUEST_PATHS, type GuestHello } from '@warren/protocol/guest';
 
 export interface GuestResponse {
   status: number;
@@ -52,9 +52,10 @@ export class GuestChannel {
   private adopt(socket: Socket): void {
     const session = h2connect('http://guest', {
       createConnection: () => socket,
-      settings: { initialWindowSize: 4 * 1024 * 1024 },
+      settings: CHANNEL_SETTINGS,
     });
     session.on('error', () => undefined);
+    session.once('connect', () => session.setLocalWindowSize(CHANNEL_WINDOW));
     session.on('close', () => {
       if (this.session === session) {
         this.session = null;

@@ -17,6 +17,11 @@ export const GUEST_AGENT_DIR = '/opt/warren';
 export const GUEST_CHANNEL_DIR = '/run/warren';
 export const GUEST_CHANNEL_SOCKET = 'agent.sock';
 
+/** HTTP/2 settings of the channel, both ends: big flow-control windows and frames. */
+export const CHANNEL_SETTINGS = { initialWindowSize: 16 * 1024 * 1024, maxFrameSize: 1024 * 1024 - 1 };
+/** Connection-level window (HTTP/2 keeps it separate from the per-stream one). */
+export const CHANNEL_WINDOW = 64 * 1024 * 1024;
+
 export const GUEST_PATHS = {
   health: '/health',
   hello: '/hello',
