@@ -18,6 +18,11 @@
  *   STARTED (decimal pid), SPAWN_FAILED (decimal errno), STDOUT, STDERR,
  *   STDOUT_EOF, STDERR_EOF, EXITED ("<code>" or "signal:<n>").
  *
+ * Children are started with posix_spawn (clone(CLONE_VFORK) + exec in glibc),
+ * the program resolved against the PATH of the child's env (posix_spawnp
+ * would search ours), in a new session (pgid = pid, as with Node's
+ * `detached: true`) with a clean signal mask and default dispositions.
+ *
  * One poll() loop serves the request pipe, every child's pipes and a
  * self-pipe written by the SIGCHLD handler. When our stdin reaches EOF the
  * parent is gone: we SIGKILL every child's process group and exit.
@@ -43,10 +48,8 @@
 #include <unistd.h>
 
 enum { REQ_SPAWN = 1, REQ_STDIN = 2, REQ_STDIN_CLOSE = 3, REQ_SIGNAL = 4, REQ_RELEASE = 5 };
-enum {
-  EV_STARTED = 0x11, EV_SPAWN_FAILED, EV_STDOUT, EV_STDERR,
-  EV_STDOUT_EOF, EV_STDERR_EOF, EV_EXITED,
-};
+enum { EV_STARTED = 0x11, EV_SPAWN_FAILED, EV_STDOUT, EV_STDERR };
+enum { EV_STDOUT_EOF = 0x15, EV_STDERR_EOF, EV_EXITED };
 
 #define HEADER 9                      /* u32 length + u8 type + u32 id */
 #define MAX_FRAME (64u << 20)         /* a larger request is a protocol error */
@@ -61,7 +64,7 @@ struct child {
   char *in_buf;               /* stdin bytes not yet written: in_buf[in_off..in_len) */
   size_t in_off, in_len, in_cap;
   int in_close;               /* close stdin once in_buf is written */
-  int exited, released;
+  int exited;
 };
 
 static struct child **kids;
@@ -71,12 +74,9 @@ static char *req_buf;
 static size_t req_len, req_cap;
 
 static void *xrealloc(void *p, size_t n) {
-  p = realloc(p, n ? n : 1);
-  if (!p) {
-    fputs("spawner: out of memory\n", stderr);
-    exit(1);
-  }
-  return p;
+  void *q = realloc(p, n ? n : 1);
+  if (!q) fputs("spawner: out of memory\n", stderr), exit(1);
+  return q;
 }
 
 static void put32(unsigned char *p, uint32_t v) {
@@ -122,12 +122,6 @@ static void send_text(uint8_t type, uint32_t id, const char *fmt, int value) {
   send_frame(type, id, msg, (size_t)n);
 }
 
-static struct child *find_id(uint32_t id) {
-  for (size_t i = 0; i < nkids; i++)
-    if (kids[i]->id == id) return kids[i];
-  return NULL;
-}
-
 static void close_fd(int *fd) {
   if (*fd >= 0) close(*fd);
   *fd = -1;
@@ -135,8 +129,7 @@ static void close_fd(int *fd) {
 
 static void close_stdin(struct child *c) {
   close_fd(&c->in_fd);
-  free(c->in_buf);
-  c->in_buf = NULL;
+  free(c->in_buf), c->in_buf = NULL;
   c->in_off = c->in_len = c->in_cap = 0;
 }
 
@@ -223,8 +216,7 @@ static int spawn_child(uint32_t id, const char **argv, const char **envp, const 
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
     rc = errno;
-    int all[] = {in[0], in[1], out[0], out[1], err[0], err[1]};
-    for (int i = 0; i < 6; i++) close_fd(&all[i]);
+    for (int i = 0; i < 2; i++) close_fd(&in[i]), close_fd(&out[i]), close_fd(&err[i]);
     return rc;
   }
   posix_spawn_file_actions_t fa;
@@ -261,9 +253,8 @@ static int spawn_child(uint32_t id, const char **argv, const char **envp, const 
     return rc;
   }
   /* Our ends never block the loop; the child's ends stay blocking. */
-  fcntl(in[1], F_SETFL, O_NONBLOCK);
-  fcntl(out[0], F_SETFL, O_NONBLOCK);
-  fcntl(err[0], F_SETFL, O_NONBLOCK);
+  int ours[] = {in[1], out[0], err[0]};
+  for (int i = 0; i < 3; i++) fcntl(ours[i], F_SETFL, O_NONBLOCK);
   struct child *c = xrealloc(NULL, sizeof *c);
   *c = (struct child){.id = id, .pid = pid, .in_fd = in[1], .out_fd = out[0], .err_fd = err[0]};
   if (nkids == capkids) kids = xrealloc(kids, (capkids = capkids * 2 + 16) * sizeof *kids);
@@ -296,14 +287,19 @@ static void handle_spawn(uint32_t id, const char *p, size_t len) {
 }
 
 static void handle_request(uint8_t type, uint32_t id, const char *p, size_t len) {
-  if (type == REQ_SPAWN) return handle_spawn(id, p, len);
-  struct child *c = find_id(id);
+  struct child *c = NULL;
+  if (type == REQ_SPAWN) {
+    handle_spawn(id, p, len);
+    return;
+  }
+  for (size_t i = 0; i < nkids && !c; i++) c = kids[i]->id == id ? kids[i] : NULL;
   if (!c) return; /* already gone: nothing to do */
   if (type == REQ_STDIN && c->in_fd >= 0 && !c->in_close) {
     if (c->in_off) memmove(c->in_buf, c->in_buf + c->in_off, c->in_len -= c->in_off);
     c->in_off = 0;
     if (c->in_len + len > STDIN_LIMIT) return; /* the child is not reading: drop */
-    if (c->in_len + len > c->in_cap) c->in_buf = xrealloc(c->in_buf, c->in_cap = c->in_len + len);
+    if (c->in_len + len > c->in_cap)
+      c->in_buf = xrealloc(c->in_buf, c->in_cap = 2 * (c->in_len + len));
     memcpy(c->in_buf + c->in_len, p, len);
     c->in_len += len;
     flush_stdin(c);
@@ -316,7 +312,6 @@ static void handle_request(uint8_t type, uint32_t id, const char *p, size_t len)
     int sig = atoi(num);
     if (kill(-c->pid, sig) < 0 && !c->exited) kill(c->pid, sig);
   } else if (type == REQ_RELEASE) {
-    c->released = 1;
     close_fd(&c->out_fd);
     close_fd(&c->err_fd);
     close_stdin(c);
@@ -325,7 +320,8 @@ static void handle_request(uint8_t type, uint32_t id, const char *p, size_t len)
 
 /* Reads what the parent sent and handles every complete frame; 0 on EOF. */
 static int read_requests(void) {
-  if (req_cap - req_len < READ_CHUNK) req_buf = xrealloc(req_buf, req_cap = req_len + READ_CHUNK);
+  if (req_cap - req_len < READ_CHUNK) /* grows geometrically: a frame may be large */
+    req_buf = xrealloc(req_buf, req_cap = 2 * req_cap + READ_CHUNK);
   ssize_t n = read(STDIN_FILENO, req_buf + req_len, req_cap - req_len);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 1;
   if (n <= 0) return 0;
@@ -335,7 +331,8 @@ static int read_requests(void) {
     uint32_t len = get32(req_buf + off);
     if (len > MAX_FRAME) shutdown_all(2);
     if (req_len - off < HEADER + len) break;
-    handle_request((uint8_t)req_buf[off + 4], get32(req_buf + off + 5), req_buf + off + HEADER, len);
+    const char *f = req_buf + off;
+    handle_request((uint8_t)f[4], get32(f + 5), f + HEADER, len);
     off += HEADER + len;
   }
   memmove(req_buf, req_buf + off, req_len - off);
@@ -366,11 +363,9 @@ static void reap(void) {
 }
 
 static void on_sigchld(int sig) {
-  (void)sig;
   int saved = errno;
   ssize_t r = write(sig_pipe[1], "", 1); /* a full pipe already means "reap" */
-  (void)r;
-  errno = saved;
+  (void)r, (void)sig, errno = saved;
 }
 
 int main(void) {
@@ -399,15 +394,14 @@ int main(void) {
     pfds[1] = (struct pollfd){.fd = sig_pipe[0], .events = POLLIN};
     for (size_t i = 0; i < nkids; i++) {
       struct child *c = kids[i];
-      if (c->out_fd >= 0) owner[n] = c, pfds[n++] = (struct pollfd){.fd = c->out_fd, .events = POLLIN};
-      if (c->err_fd >= 0) owner[n] = c, pfds[n++] = (struct pollfd){.fd = c->err_fd, .events = POLLIN};
-      if (c->in_fd >= 0 && c->in_off < c->in_len)
-        owner[n] = c, pfds[n++] = (struct pollfd){.fd = c->in_fd, .events = POLLOUT};
+      int in_fd = c->in_off < c->in_len ? c->in_fd : -1; /* stdin only while bytes wait */
+      struct pollfd w[3] = {{c->out_fd, POLLIN, 0}, {c->err_fd, POLLIN, 0}, {in_fd, POLLOUT, 0}};
+      for (int k = 0; k < 3; k++)
+        if (w[k].fd >= 0) owner[n] = c, pfds[n++] = w[k];
     }
     if (poll(pfds, n, -1) < 0) {
       if (errno == EINTR) continue;
-      perror("spawner: poll");
-      shutdown_all(1);
+      perror("spawner: poll"), shutdown_all(1);
     }
     /* An fd is acted on only if its owner still has it open (a pump may have closed it). */
     for (size_t i = 2; i < n; i++) {

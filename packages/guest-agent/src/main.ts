@@ -23,6 +23,7 @@ const SLOW_DIAL_MS = 50;
 
 const baseEnv: NodeJS.ProcessEnv = { ...process.env };
 delete baseEnv.WARREN_CHANNEL;
+delete baseEnv.WARREN_DATA_CHANNEL;
 
 let socket: Socket | null = null;
 let session: Http2Session | null = null;

@@ -65,7 +65,8 @@ export class GuestProcess {
         const i = this.replay.findIndex((e) => e.type === 'stdout' || e.type === 'stderr');
         if (i < 0) break;
         const [dropped] = this.replay.splice(i, 1);
-        if (dropped && (dropped.type === 'stdout' || dropped.type === 'stderr')) this.replayBytes -= dropped.data.length;
+        if (dropped && (dropped.type === 'stdout' || dropped.type === 'stderr'))
+          this.replayBytes -= dropped.data.length;
         this.info.output_truncated = true;
       }
     }
@@ -174,7 +175,10 @@ export class GuestProcess {
   writeStdin(data: string, eof: boolean): void {
     const child = this.child;
     if (!this.running || !child || !child.stdinWritable) {
-      throw new WarrenError('PROCESS_NOT_RUNNING', `process ${this.info.pid} does not accept input`);
+      throw new WarrenError(
+        'PROCESS_NOT_RUNNING',
+        `process ${this.info.pid} does not accept input`,
+      );
     }
     if (data) child.writeStdin(data);
     if (eof) child.closeStdin();
@@ -231,6 +235,7 @@ export class ProcessTable {
 
   private prune(): void {
     const exited = [...this.byPid.values()].filter((p) => !p.running);
-    for (const p of exited.slice(0, Math.max(0, exited.length - MAX_EXITED_KEPT))) this.byPid.delete(p.info.pid);
+    for (const p of exited.slice(0, Math.max(0, exited.length - MAX_EXITED_KEPT)))
+      this.byPid.delete(p.info.pid);
   }
 }

@@ -1,11 +1,19 @@
 /** Request routing for the guest agent's HTTP/2 API (see @warren/protocol/guest). */
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { Readable } from 'node:stream';
 import { WarrenError } from '@warren/protocol/errors';
-import { GUEST_PATHS, type ExecEvent, type GuestHello, type GuestProcessStart } from '@warren/protocol/guest';
+import {
+  GUEST_PATHS,
+  type DataTransfer,
+  type ExecEvent,
+  type GuestHello,
+  type GuestProcessStart,
+} from '@warren/protocol/guest';
+import { dialData } from './data';
 import { readJson } from './body';
 import * as files from './files';
 import type { ProcessTable } from './processes';
-import { sendError, sendJson } from './respond';
+import { sendError, sendJson, toWarrenError } from './respond';
 
 export interface GuestState {
   sandboxId: string | null;
@@ -98,16 +106,23 @@ export async function route(state: GuestState, stream: ServerHttp2Stream, header
     }
   }
 
+  if (path === GUEST_PATHS.filesReceive && method === 'POST') {
+    const req = await readJson<DataTransfer>(stream);
+    const target = files.checkPath(req.path);
+    await files.prepareWrite(target);
+    sendJson(stream, 200, { ok: true });
+    receiveFile(target, req);
+    return;
+  }
+  if (path === GUEST_PATHS.filesSend && method === 'POST') {
+    const req = await readJson<DataTransfer>(stream);
+    const { stream: source, size } = await files.openRead(files.checkPath(req.path));
+    sendJson(stream, 200, { size });
+    sendFile(source, req.token);
+    return;
+  }
   if (path === GUEST_PATHS.files) {
     const target = files.checkPath(q.get('path'));
-    if (method === 'GET') {
-      const { stream: source, size } = await files.openRead(target);
-      stream.respond({ ':status': 200, 'content-type': 'application/octet-stream', 'content-length': size });
-      source.pipe(stream);
-      source.on('error', () => stream.close());
-      return;
-    }
-    if (method === 'PUT') return sendJson(stream, 200, await files.writeFrom(target, stream, q.get('mode') ?? undefined));
     if (method === 'DELETE') {
       await files.remove(target, q.get('recursive') === '1');
       return sendJson(stream, 200, { ok: true });
@@ -128,6 +143,23 @@ export async function route(state: GuestState, stream: ServerHttp2Stream, header
     return sendJson(stream, 200, await files.move(files.checkPath(body.from), files.checkPath(body.to)));
   }
   throw new WarrenError('NOT_FOUND', `no guest route ${method} ${path}`);
+}
+
+/** Upload: bytes arrive on a data connection; the result goes back on it as one JSON line. */
+function receiveFile(target: string, req: DataTransfer): void {
+  const socket = dialData(req.token);
+  files.writeFrom(target, socket, req.mode).then(
+    (info) => socket.end(JSON.stringify(info) + '\n'),
+    (err) => socket.end(JSON.stringify(toWarrenError(err).toBody()) + '\n'),
+  );
+}
+
+/** Download: the file goes out on a data connection; a short stream tells the host it broke. */
+function sendFile(source: Readable, token: string): void {
+  const socket = dialData(token);
+  source.pipe(socket);
+  source.on('error', () => socket.destroy());
+  socket.on('error', () => source.destroy());
 }
 
 export function handle(state: GuestState, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {

@@ -23,8 +23,10 @@ import { EventEmitter } from 'node:events';
 import { accessSync, constants as fsConstants } from 'node:fs';
 import { constants } from 'node:os';
 import { Readable } from 'node:stream';
+import { GUEST_AGENT_DIR } from '@warren/protocol/guest';
 
-export const DEFAULT_SPAWNER_PATH = '/opt/warren/spawner';
+/** Where the guest bundle puts the helper (the bundle is mounted at /opt/warren). */
+export const DEFAULT_SPAWNER_PATH = `${GUEST_AGENT_DIR}/spawner`;
 
 const REQ_SPAWN = 1;
 const REQ_STDIN = 2;
@@ -42,10 +44,15 @@ const HEADER = 9;
 /** Stdin is sent in frames of at most this size (the helper refuses frames over 64 MiB). */
 const STDIN_FRAME = 1024 * 1024;
 
-const ERRNO_NAMES = new Map(Object.entries(constants.errno).map(([name, n]) => [n, name]));
-const SIGNAL_NAMES = new Map(
-  Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]),
-);
+/** Number to name; the first name wins (EAGAIN, not EWOULDBLOCK; SIGABRT, not SIGIOT), as in Node. */
+function byNumber<T extends string>(table: Record<string, number>): Map<number, T> {
+  const map = new Map<number, T>();
+  for (const [name, n] of Object.entries(table)) if (!map.has(n)) map.set(n, name as T);
+  return map;
+}
+const ERRNO_NAMES = byNumber<string>(constants.errno);
+const SIGNAL_NAMES = byNumber<NodeJS.Signals>(constants.signals);
+const SIGNAL_NUMBERS = new Map<string, number>(Object.entries(constants.signals));
 
 export interface SpawnOptions {
   cmd: string;
@@ -76,6 +83,8 @@ interface SpawnedChildEvents {
  * A process started by a Spawner. Its process group is its own (pgid = pid),
  * and `kill` signals the whole group. Events: `spawn`, `error` (failed to
  * start, a Node-style errno error such as code 'ENOENT'), `exit`, `close`.
+ * As with ChildProcess, `close` needs both stdout and stderr consumed (or
+ * released).
  */
 export class SpawnedChild extends EventEmitter<SpawnedChildEvents> {
   pid: number | undefined;
@@ -122,7 +131,7 @@ export class SpawnedChild extends EventEmitter<SpawnedChildEvents> {
 
   /** Sends a signal to the child's whole process group. */
   kill(signal: NodeJS.Signals | number = 'SIGTERM'): void {
-    const n = typeof signal === 'number' ? signal : constants.signals[signal];
+    const n = typeof signal === 'number' ? signal : SIGNAL_NUMBERS.get(signal);
     if (n === undefined) {
       throw Object.assign(new TypeError(`Unknown signal: ${String(signal)}`), {
         code: 'ERR_UNKNOWN_SIGNAL',
@@ -199,16 +208,16 @@ function invalidArg(name: string, value: string, reason: string): Error {
 /** The SPAWN payload: NUL-terminated cwd, cmd, argc, args..., envc, K=V...; throws like Node. */
 function spawnPayload({ cmd, args, env, cwd }: SpawnOptions): Buffer {
   if (typeof cmd !== 'string' || !Array.isArray(args)) {
-    throw Object.assign(new TypeError('The "file" and "args" arguments must be a string and an array'), {
-      code: 'ERR_INVALID_ARG_TYPE',
-    });
+    const message = 'The "file" and "args" arguments must be a string and an array';
+    throw Object.assign(new TypeError(message), { code: 'ERR_INVALID_ARG_TYPE' });
   }
   if (cmd.length === 0) throw invalidArg('file', cmd, 'cannot be empty');
   const envPairs: string[] = [];
   for (const [key, value] of Object.entries(env)) {
     if (value !== undefined) envPairs.push(`${key}=${value}`);
   }
-  const parts = [cwd, cmd, String(args.length), ...args, String(envPairs.length), ...envPairs];
+  const argv = args.map(String);
+  const parts = [cwd, cmd, String(argv.length), ...argv, String(envPairs.length), ...envPairs];
   for (const p of parts) {
     if (p.includes('\0')) throw invalidArg('args', p, 'must be a string without null bytes');
   }
@@ -332,7 +341,13 @@ export class Spawner {
       this.mode = 'fallback'; // no helper here (e.g. the fake driver on a host)
       return;
     }
-    const helper = spawnProcess(path, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let helper: ChildProcess;
+    try {
+      helper = spawnProcess(path, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+    } catch {
+      this.mode = 'fallback';
+      return;
+    }
     this.helper = helper;
     this.mode = 'helper';
     this.referenced = true;
@@ -341,7 +356,7 @@ export class Spawner {
       if (this.helper === helper) this.onData(chunk);
     });
     helper.stdin?.on('error', () => {}); // EPIPE once it died; 'close' tells us
-    helper.once('error', () => this.helperGone(helper));
+    helper.on('error', () => this.helperGone(helper));
     helper.once('close', () => this.helperGone(helper));
   }
 
@@ -377,6 +392,7 @@ export class Spawner {
     this.buffered += chunk.length;
     if (this.buffered < this.needed) return;
     const buf = this.chunks.length === 1 ? chunk : Buffer.concat(this.chunks, this.buffered);
+    const helper = this.helper;
     let off = 0;
     this.needed = HEADER;
     while (buf.length - off >= HEADER) {
@@ -387,6 +403,7 @@ export class Spawner {
       }
       const payload = buf.subarray(off + HEADER, off + HEADER + len);
       this.onFrame(buf.readUInt8(off + 4), buf.readUInt32LE(off + 5), payload);
+      if (this.helper !== helper) return; // closed by an event handler
       off += HEADER + len;
     }
     const rest = buf.subarray(off);

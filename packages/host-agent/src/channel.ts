@@ -5,10 +5,19 @@
  */
 import { connect as h2connect, constants, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import { createServer, type Server, type Socket } from 'node:net';
+import { randomBytes } from 'node:crypto';
 import { unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { WarrenError, isErrorCode, type ErrorBody } from '@warren/protocol';
-import { CHANNEL_SETTINGS, CHANNEL_WINDOW, GUEST_PATHS, type GuestHello } from '@warren/protocol/guest';
+import { WarrenError, isErrorCode, type ErrorBody, type FileInfo } from '@warren/protocol';
+import {
+  CHANNEL_SETTINGS,
+  CHANNEL_WINDOW,
+  DATA_TOKEN_BYTES,
+  GUEST_DATA_SOCKET,
+  GUEST_PATHS,
+  type GuestHello,
+} from '@warren/protocol/guest';
 
 export interface GuestResponse {
   status: number;
@@ -27,6 +36,9 @@ export interface GuestRequest {
 
 export class GuestChannel {
   private server: Server | null = null;
+  private dataServer: Server | null = null;
+  /** Transfers waiting for the guest to dial their data connection, by token. */
+  private readonly pendingData = new Map<string, (socket: Socket) => void>();
   private session: ClientHttp2Session | null = null;
   private readyWaiters: Array<() => void> = [];
 
@@ -39,14 +51,82 @@ export class GuestChannel {
     return this.session !== null && !this.session.closed && !this.session.destroyed;
   }
 
+  get dataSocketPath(): string {
+    return join(dirname(this.socketPath), GUEST_DATA_SOCKET);
+  }
+
   async listen(): Promise<void> {
-    await unlink(this.socketPath).catch(() => undefined);
-    const server = createServer((socket) => this.adopt(socket));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.socketPath, () => resolve());
+    this.server = await listenOn(this.socketPath, (socket) => this.adopt(socket));
+    this.dataServer = await listenOn(this.dataSocketPath, (socket) => this.adoptData(socket));
+  }
+
+  /** A data connection starts with its transfer's token and a newline. */
+  private adoptData(socket: Socket): void {
+    socket.on('error', () => undefined);
+    const onReadable = () => {
+      const head = socket.read(DATA_TOKEN_BYTES + 1) as Buffer | null;
+      if (head === null) return;
+      socket.off('readable', onReadable);
+      const take = this.pendingData.get(head.subarray(0, DATA_TOKEN_BYTES).toString('latin1'));
+      if (!take) return socket.destroy();
+      take(socket);
+    };
+    socket.on('readable', onReadable);
+  }
+
+  private expectData(token: string, timeoutMs: number): { socket: Promise<Socket>; cancel: () => void } {
+    let cancel = () => undefined as void;
+    const socket = new Promise<Socket>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pendingData.delete(token);
+        reject(new WarrenError('GUEST_UNAVAILABLE', 'sandbox agent did not open the data connection'));
+      }, timeoutMs);
+      this.pendingData.set(token, (s) => {
+        clearTimeout(timer);
+        this.pendingData.delete(token);
+        resolve(s);
+      });
+      cancel = () => {
+        clearTimeout(timer);
+        this.pendingData.delete(token);
+      };
     });
-    this.server = server;
+    socket.catch(() => undefined);
+    return { socket, cancel };
+  }
+
+  /** Streams `body` into a file in the sandbox over a data connection. */
+  async upload(path: string, body: Readable, mode?: string): Promise<FileInfo> {
+    const token = randomBytes(DATA_TOKEN_BYTES / 2).toString('hex');
+    const data = this.expectData(token, DATA_DIAL_TIMEOUT_MS);
+    try {
+      await this.json({ method: 'POST', path: GUEST_PATHS.filesReceive, json: { path, token, mode } });
+    } catch (err) {
+      data.cancel();
+      throw err;
+    }
+    const socket = await data.socket;
+    body.on('error', () => socket.destroy());
+    body.pipe(socket);
+    const reply = await readText(socket);
+    const result = JSON.parse(reply || '{}') as FileInfo | ErrorBody;
+    if ('error' in result) throw errorFrom(500, reply);
+    if (!('path' in result)) throw new WarrenError('GUEST_UNAVAILABLE', 'upload to the sandbox broke off');
+    return result;
+  }
+
+  /** Opens a file in the sandbox for reading; the stream is a data connection. */
+  async download(path: string): Promise<{ size: number; stream: Readable }> {
+    const token = randomBytes(DATA_TOKEN_BYTES / 2).toString('hex');
+    const data = this.expectData(token, DATA_DIAL_TIMEOUT_MS);
+    let size: number;
+    try {
+      ({ size } = await this.json<{ size: number }>({ method: 'POST', path: GUEST_PATHS.filesSend, json: { path, token } }));
+    } catch (err) {
+      data.cancel();
+      throw err;
+    }
+    return { size, stream: await data.socket };
   }
 
   private adopt(socket: Socket): void {
@@ -105,11 +185,13 @@ export class GuestChannel {
 
   /** Stops accepting connections and removes the socket file (before a checkpoint). */
   async closeListener(): Promise<void> {
-    const server = this.server;
+    // close() stops accepting at once; its callback would wait for live connections too.
+    this.server?.close();
+    this.dataServer?.close();
     this.server = null;
-    // close() stops accepting at once; its callback would wait for the live connection too.
-    server?.close();
+    this.dataServer = null;
     await unlink(this.socketPath).catch(() => undefined);
+    await unlink(this.dataSocketPath).catch(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -185,6 +267,18 @@ export class GuestChannel {
     if (res.status >= 400) throw errorFrom(res.status, text);
     return (text ? JSON.parse(text) : {}) as T;
   }
+}
+
+const DATA_DIAL_TIMEOUT_MS = 15_000;
+
+async function listenOn(path: string, onConnection: (socket: Socket) => void): Promise<Server> {
+  await unlink(path).catch(() => undefined);
+  const server = createServer(onConnection);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => resolve());
+  });
+  return server;
 }
 
 export function errorFrom(status: number, text: string): WarrenError {

@@ -16,6 +16,13 @@ export const GUEST_AGENT_DIR = '/opt/warren';
 /** Directory in the guest that holds the host's channel socket. */
 export const GUEST_CHANNEL_DIR = '/run/warren';
 export const GUEST_CHANNEL_SOCKET = 'agent.sock';
+/**
+ * Bulk file data does not ride the HTTP/2 connection: under gVisor a raw
+ * socket moves bytes several times faster. For each transfer the guest dials
+ * this second socket and first sends the transfer's token and a newline.
+ */
+export const GUEST_DATA_SOCKET = 'data.sock';
+export const DATA_TOKEN_BYTES = 32;
 
 /** HTTP/2 settings of the channel, both ends: big flow-control windows and frames. */
 export const CHANNEL_SETTINGS = { initialWindowSize: 16 * 1024 * 1024, maxFrameSize: 1024 * 1024 - 1 };
@@ -28,6 +35,10 @@ export const GUEST_PATHS = {
   prepareCheckpoint: '/prepare-checkpoint',
   processes: '/processes',
   files: '/files',
+  /** Upload: the guest dials a data connection and writes what arrives to the file. */
+  filesReceive: '/files/receive',
+  /** Download: the guest dials a data connection and sends the file over it. */
+  filesSend: '/files/send',
   filesList: '/files/list',
   filesStat: '/files/stat',
   filesMkdir: '/files/mkdir',
@@ -46,6 +57,12 @@ export interface GuestHealth {
   pid: number;
   uptime_ms: number;
   connections: number;
+}
+
+export interface DataTransfer {
+  path: string;
+  token: string;
+  mode?: string;
 }
 
 export interface GuestProcessStart {

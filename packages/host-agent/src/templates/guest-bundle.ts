@@ -75,9 +75,13 @@ export async function ensureGuestBundle(root: string): Promise<GuestBundle> {
     await copyFile(realpathSync(lib), join(tmp, 'lib', basename(lib)));
   }
   // Static, so it runs in the sandbox image whatever its libc (musl-based Alpine too).
-  execFileSync('gcc', ['-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o', join(tmp, 'spawner'), SPAWNER_SOURCE], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  execFileSync(
+    'gcc',
+    ['-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o', join(tmp, 'spawner'), SPAWNER_SOURCE],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   await writeFile(join(tmp, 'agent.js'), agent);
   await rm(dir, { recursive: true, force: true });
   await rename(tmp, dir);

@@ -16,9 +16,7 @@ import {
   WriteResult,
   GUEST_PATHS,
   WarrenError,
-  type FileInfo as FileInfoT,
 } from '@warren/protocol';
-import { errorFrom, readText } from '@warren/host-agent';
 import type { AppContext } from '../context';
 
 const NoContent = Type.Null({ description: 'No content' });
@@ -44,12 +42,9 @@ export const fileRoutes =
       },
       async (req, reply) => {
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        const res = await channel.request({ path: GUEST_PATHS.files, query: { path: req.query.path } });
-        if (res.status >= 400) throw errorFrom(res.status, await readText(res.body));
-        reply.raw.on('close', () => res.body.destroy());
-        const length = res.headers['content-length'];
-        if (typeof length === 'string') reply.header('content-length', length);
-        return reply.header('content-type', 'application/octet-stream').send(res.body as never);
+        const { size, stream } = await channel.download(req.query.path);
+        reply.raw.on('close', () => stream.destroy());
+        return reply.header('content-length', size).header('content-type', 'application/octet-stream').send(stream as never);
       },
     );
 
@@ -72,14 +67,7 @@ export const fileRoutes =
         if (!body || typeof (body as Readable).pipe !== 'function') {
           throw new WarrenError('UNSUPPORTED_MEDIA_TYPE', 'send the file as a raw body, e.g. Content-Type: application/octet-stream');
         }
-        const length = req.headers['content-length'];
-        const info = await channel.json<FileInfoT>({
-          method: 'PUT',
-          path: GUEST_PATHS.files,
-          query: { path: req.query.path, mode: req.query.mode },
-          body,
-          contentLength: length ? Number(length) : undefined,
-        });
+        const info = await channel.upload(req.query.path, body, req.query.mode);
         return { path: info.path, size: info.size };
       },
     );

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GUEST_CHANNEL_SOCKET, WarrenError } from '@warren/protocol';
+import { GUEST_CHANNEL_SOCKET, GUEST_DATA_SOCKET, WarrenError } from '@warren/protocol';
 import type { DriverCapabilities, RuntimeDriver, SandboxSpec } from '../driver';
 
 const AGENT_ENTRY = fileURLToPath(new URL('../../../../guest-agent/src/main.ts', import.meta.url));
@@ -41,7 +41,12 @@ export class FakeDriver implements RuntimeDriver {
 
   private start(spec: SandboxSpec): void {
     const child = spawn(process.execPath, ['--import', 'tsx', AGENT_ENTRY], {
-      env: { ...process.env, ...spec.env, WARREN_CHANNEL: join(spec.channelDir, GUEST_CHANNEL_SOCKET) },
+      env: {
+        ...process.env,
+        ...spec.env,
+        WARREN_CHANNEL: join(spec.channelDir, GUEST_CHANNEL_SOCKET),
+        WARREN_DATA_CHANNEL: join(spec.channelDir, GUEST_DATA_SOCKET),
+      },
       stdio: 'ignore',
     });
     this.running.set(spec.id, child);
