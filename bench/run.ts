@@ -36,11 +36,15 @@ class Direct {
   }
   runsc(args: string[], input?: Readable): Promise<void> {
     return new Promise((resolve, reject) => {
-      const child = spawn(RUNSC, ['--root', this.root, '--network=none', ...args], { stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'] });
+      const child = spawn(RUNSC, ['--root', this.root, '--network=none', ...args], {
+        stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'],
+      });
       if (input && child.stdin) input.pipe(child.stdin);
       let err = '';
       child.stderr?.on('data', (d) => (err += d));
-      child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`runsc ${args[0]}: ${err.slice(-300)}`))));
+      child.once('close', (code) =>
+        code === 0 ? resolve() : reject(new Error(`runsc ${args[0]}: ${err.slice(-300)}`)),
+      );
     });
   }
   /** runsc restore of the template image, then runsc exec of `true`: a command has run. */
@@ -50,7 +54,17 @@ class Direct {
     const id = `direct-${process.pid}-${this.n++}`;
     const workDir = join(this.dir, id);
     mkdirSync(join(workDir, 'chan'), { recursive: true });
-    const spec = { id, rootfs: t.rootfs, guestDir: guest, channelDir: join(workDir, 'chan'), workDir, cpu: 1, memoryMb: 512, hostname: id, env: {} };
+    const spec = {
+      id,
+      rootfs: t.rootfs,
+      guestDir: guest,
+      channelDir: join(workDir, 'chan'),
+      workDir,
+      cpu: 1,
+      memoryMb: 512,
+      hostname: id,
+      env: {},
+    };
     const started = now();
     await this.driver.restore(spec, t.snapshot);
     await this.runsc(['exec', id, 'true']);
@@ -60,7 +74,11 @@ class Direct {
 
 function bytes(mb: number): Readable {
   const chunk = Buffer.alloc(1024 * 1024, 7);
-  return Readable.from((function* () { for (let i = 0; i < mb; i++) yield chunk; })());
+  return Readable.from(
+    (function* () {
+      for (let i = 0; i < mb; i++) yield chunk;
+    })(),
+  );
 }
 
 async function main(): Promise<void> {
@@ -71,7 +89,10 @@ async function main(): Promise<void> {
   try {
     const createExec = async () => {
       const t = now();
-      const sbx = await p.json<{ id: string }>('/v1/sandboxes', { method: 'POST', json: { template: 'base' } });
+      const sbx = await p.json<{ id: string }>('/v1/sandboxes', {
+        method: 'POST',
+        json: { template: 'base' },
+      });
       await p.json(`/v1/sandboxes/${sbx.id}/exec`, { method: 'POST', json: { cmd: 'true' } });
       return [now() - t, sbx.id] as [number, string];
     };
@@ -87,7 +108,13 @@ async function main(): Promise<void> {
     await deleteAll([(await createExec())[1]]);
     await destroyDirect([(await direct.restoreAndExec(p))[1]]);
 
-    const seq: Row = { name: 'create -> first exec (sequential)', unit: 'ms', warren: [], direct: [], directName: 'runsc restore + runsc exec true' };
+    const seq: Row = {
+      name: 'create -> first exec (sequential)',
+      unit: 'ms',
+      warren: [],
+      direct: [],
+      directName: 'runsc restore + runsc exec true',
+    };
     for (let i = 0; i < SEQUENTIAL; i++) {
       const [w, id] = await createExec();
       seq.warren.push(w);
@@ -98,12 +125,20 @@ async function main(): Promise<void> {
     }
     rows.push(seq);
 
-    const conc: Row = { name: `create -> first exec (${CONCURRENT} concurrent)`, unit: 'ms', warren: [], direct: [], directName: `${CONCURRENT} x (runsc restore + exec) at once` };
+    const conc: Row = {
+      name: `create -> first exec (${CONCURRENT} concurrent)`,
+      unit: 'ms',
+      warren: [],
+      direct: [],
+      directName: `${CONCURRENT} x (runsc restore + exec) at once`,
+    };
     for (let round = 0; round < 2; round++) {
       const w = await Promise.all(Array.from({ length: CONCURRENT }, createExec));
       conc.warren.push(...w.map((x) => x[0]));
       await deleteAll(w.map((x) => x[1]));
-      const d = await Promise.all(Array.from({ length: CONCURRENT }, () => direct.restoreAndExec(p)));
+      const d = await Promise.all(
+        Array.from({ length: CONCURRENT }, () => direct.restoreAndExec(p)),
+      );
       conc.direct.push(...d.map((x) => x[0]));
       await destroyDirect(d.map((x) => x[1]));
     }
@@ -112,34 +147,68 @@ async function main(): Promise<void> {
     const [, sbx] = await createExec();
     cleanup.push(sbx);
     const [, dsbx] = await direct.restoreAndExec(p);
-    const execRow: Row = { name: 'exec round trip of `true`', unit: 'ms', warren: [], direct: [], directName: 'runsc exec true' };
+    const execRow: Row = {
+      name: 'exec round trip of `true`',
+      unit: 'ms',
+      warren: [],
+      direct: [],
+      directName: 'runsc exec true',
+    };
     for (let i = 0; i < EXECS; i++) {
-      execRow.warren.push((await timed(() => p.json(`/v1/sandboxes/${sbx}/exec`, { method: 'POST', json: { cmd: 'true' } })))[0]);
+      execRow.warren.push(
+        (
+          await timed(() =>
+            p.json(`/v1/sandboxes/${sbx}/exec`, { method: 'POST', json: { cmd: 'true' } }),
+          )
+        )[0],
+      );
       execRow.direct.push((await timed(() => direct.runsc(['exec', dsbx, 'true'])))[0]);
     }
     rows.push(execRow);
 
-    const up: Row = { name: `${FILE_MB} MB upload`, unit: 'ms', warren: [], direct: [], directName: 'runsc exec -i sh -c "cat > file"' };
-    const down: Row = { name: `${FILE_MB} MB download`, unit: 'ms', warren: [], direct: [], directName: 'runsc exec cat file' };
+    const up: Row = {
+      name: `${FILE_MB} MB upload`,
+      unit: 'ms',
+      warren: [],
+      direct: [],
+      directName: 'runsc exec -i sh -c "cat > file"',
+    };
+    const down: Row = {
+      name: `${FILE_MB} MB download`,
+      unit: 'ms',
+      warren: [],
+      direct: [],
+      directName: 'runsc exec cat file',
+    };
     for (let i = 0; i < FILE_RUNS; i++) {
       up.warren.push(
-        (await timed(async () => {
-          const res = await p.api(`/v1/sandboxes/${sbx}/files?path=/tmp/big`, {
-            method: 'PUT',
-            body: Readable.toWeb(bytes(FILE_MB)) as ReadableStream,
-            headers: { 'content-type': 'application/octet-stream' },
-            duplex: 'half',
-          } as RequestInit);
-          await res.json();
-        }))[0],
+        (
+          await timed(async () => {
+            const res = await p.api(`/v1/sandboxes/${sbx}/files?path=/tmp/big`, {
+              method: 'PUT',
+              body: Readable.toWeb(bytes(FILE_MB)) as ReadableStream,
+              headers: { 'content-type': 'application/octet-stream' },
+              duplex: 'half',
+            } as RequestInit);
+            await res.json();
+          })
+        )[0],
       );
       down.warren.push(
-        (await timed(async () => {
-          const res = await p.api(`/v1/sandboxes/${sbx}/files?path=/tmp/big`);
-          for await (const _ of res.body as unknown as AsyncIterable<Uint8Array>) void _;
-        }))[0],
+        (
+          await timed(async () => {
+            const res = await p.api(`/v1/sandboxes/${sbx}/files?path=/tmp/big`);
+            for await (const _ of res.body as unknown as AsyncIterable<Uint8Array>) void _;
+          })
+        )[0],
       );
-      up.direct.push((await timed(() => direct.runsc(['exec', dsbx, 'sh', '-c', 'cat > /tmp/big'], bytes(FILE_MB))))[0]);
+      up.direct.push(
+        (
+          await timed(() =>
+            direct.runsc(['exec', dsbx, 'sh', '-c', 'cat > /tmp/big'], bytes(FILE_MB)),
+          )
+        )[0],
+      );
       down.direct.push((await timed(() => direct.runsc(['exec', dsbx, 'cat', '/tmp/big'])))[0]);
       await p.api(`/v1/sandboxes/${sbx}/files?path=/tmp/big`, { method: 'DELETE' });
       await direct.runsc(['exec', dsbx, 'rm', '-f', '/tmp/big']);
@@ -147,16 +216,22 @@ async function main(): Promise<void> {
     rows.push(up, down);
     await destroyDirect([dsbx]);
 
-    console.log(`\nWarren benchmark — runsc ${p.context.runtimeVersion}, ${new Date().toISOString()}\n`);
+    console.log(
+      `\nWarren benchmark — runsc ${p.context.runtimeVersion}, ${new Date().toISOString()}\n`,
+    );
     printTable(rows);
     const targets = [
       `create -> first exec median within 1.3x of direct restore: ${(median(seq.warren) / median(seq.direct)).toFixed(2)}x`,
       `exec round trip median at least 3x faster than runsc exec: ${(median(execRow.direct) / median(execRow.warren)).toFixed(2)}x faster`,
     ];
     console.log('\nTargets:\n  ' + targets.join('\n  '));
-    writeFileSync(join(p.context.config.templatesDir, '..', 'bench-latest.json'), JSON.stringify({ at: new Date().toISOString(), rows }, null, 2));
+    writeFileSync(
+      join(p.context.config.templatesDir, '..', 'bench-latest.json'),
+      JSON.stringify({ at: new Date().toISOString(), rows }, null, 2),
+    );
   } finally {
-    for (const id of cleanup) await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' }).catch(() => undefined);
+    for (const id of cleanup)
+      await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' }).catch(() => undefined);
     await p.stop();
     spawnSync(RUNSC, ['--root', direct.root, 'list']);
     rmSync(direct.dir, { recursive: true, force: true });

@@ -19,7 +19,16 @@ export interface Row {
 const fmt = (n: number) => (Number.isFinite(n) ? (n >= 100 ? n.toFixed(0) : n.toFixed(1)) : '-');
 
 export function printTable(rows: Row[]): void {
-  const header = ['operation', 'n', 'warren median', 'warren p95', 'direct median', 'direct p95', 'ratio', 'direct operation'];
+  const header = [
+    'operation',
+    'n',
+    'warren median',
+    'warren p95',
+    'direct median',
+    'direct p95',
+    'ratio',
+    'direct operation',
+  ];
   const lines = rows.map((r) => {
     const wm = percentile(r.warren, 50);
     const dm = percentile(r.direct, 50);
@@ -39,5 +48,7 @@ export function printTable(rows: Row[]): void {
   console.log(show(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const l of lines) console.log(show(l));
-  console.log('\nratio = warren median / direct median (time; lower is better, 1.00x = same as runsc alone)');
+  console.log(
+    '\nratio = warren median / direct median (time; lower is better, 1.00x = same as runsc alone)',
+  );
 }

@@ -11,7 +11,10 @@ import { REPO_ROOT, defaultMemoryBudgetMb } from '../packages/server/src/config'
 const state = join(REPO_ROOT, '.state');
 const work = join(state, 'prepare');
 mkdirSync(join(work, 'sandboxes'), { recursive: true });
-const driver = createDriver('gvisor', { runsc: join(state, 'bin/runsc'), stateDir: join(work, 'runsc') });
+const driver = createDriver('gvisor', {
+  runsc: join(state, 'bin/runsc'),
+  stateDir: join(work, 'runsc'),
+});
 const host = new HostAgent(
   {
     hostId: 'host_prepare',
@@ -26,7 +29,9 @@ const host = new HostAgent(
 const started = Date.now();
 for (const name of (process.env.WARREN_TEMPLATES ?? 'base').split(',')) {
   const t = await host.ensureTemplate(name, (line) => console.log(`[templates] ${line}`));
-  console.log(`[templates] ${t.name}: ready (rootfs ${Math.round(t.rootfs_bytes / 1048576)} MiB, snapshot ${Math.round(t.snapshot_bytes / 1048576)} MiB)`);
+  console.log(
+    `[templates] ${t.name}: ready (rootfs ${Math.round(t.rootfs_bytes / 1048576)} MiB, snapshot ${Math.round(t.snapshot_bytes / 1048576)} MiB)`,
+  );
 }
 await host.close();
 console.log(`[templates] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -15,13 +15,18 @@ export const RUNSC = join(REPO, '.state/bin/runsc');
 
 export interface TestPlatform extends Platform {
   home: string;
-  api(path: string, init?: RequestInit & { json?: unknown; token?: string | null }): Promise<Response>;
+  api(
+    path: string,
+    init?: RequestInit & { json?: unknown; token?: string | null },
+  ): Promise<Response>;
   json<T = any>(path: string, init?: RequestInit & { json?: unknown }): Promise<T>; // eslint-disable-line @typescript-eslint/no-explicit-any
   runscContainers(): string[];
   stop(): Promise<void>;
 }
 
-export async function startTestPlatform(options: StartOptions & { keepHome?: boolean } = {}): Promise<TestPlatform> {
+export async function startTestPlatform(
+  options: StartOptions & { keepHome?: boolean } = {},
+): Promise<TestPlatform> {
   const { keepHome, ...rest } = options;
   const home = rest.home ?? mkdtempSync('/tmp/wt-');
   const platform = await startPlatform({
@@ -40,10 +45,16 @@ export async function startTestPlatform(options: StartOptions & { keepHome?: boo
     const headers = new Headers(req.headers);
     if (token !== null) headers.set('authorization', `Bearer ${token ?? platform.adminToken}`);
     if (json !== undefined) headers.set('content-type', 'application/json');
-    return fetch(platform.url + path, { ...req, headers, body: json !== undefined ? JSON.stringify(json) : req.body });
+    return fetch(platform.url + path, {
+      ...req,
+      headers,
+      body: json !== undefined ? JSON.stringify(json) : req.body,
+    });
   };
   const runscContainers = () => {
-    const out = execFileSync(RUNSC, ['--root', join(home, 'runsc'), 'list', '-quiet'], { encoding: 'utf8' });
+    const out = execFileSync(RUNSC, ['--root', join(home, 'runsc'), 'list', '-quiet'], {
+      encoding: 'utf8',
+    });
     return out.split('\n').filter(Boolean);
   };
   return {
@@ -53,7 +64,10 @@ export async function startTestPlatform(options: StartOptions & { keepHome?: boo
     async json(path, init) {
       const res = await api(path, init);
       const body = (await res.json()) as never;
-      if (!res.ok) throw new Error(`${init?.method ?? 'GET'} ${path} -> ${res.status} ${JSON.stringify(body)}`);
+      if (!res.ok)
+        throw new Error(
+          `${init?.method ?? 'GET'} ${path} -> ${res.status} ${JSON.stringify(body)}`,
+        );
       return body;
     },
     runscContainers,
@@ -82,14 +96,21 @@ export async function startTestPlatform(options: StartOptions & { keepHome?: boo
 }
 
 /** Creates a sandbox through the REST API and returns its id. */
-export async function createSandbox(p: TestPlatform, body: Record<string, unknown> = { template: 'base' }): Promise<string> {
+export async function createSandbox(
+  p: TestPlatform,
+  body: Record<string, unknown> = { template: 'base' },
+): Promise<string> {
   const sbx = await p.json<{ id: string }>('/v1/sandboxes', { method: 'POST', json: body });
   return sbx.id;
 }
 
 export async function exec(p: TestPlatform, id: string, body: Record<string, unknown>) {
-  return p.json<{ exit_code: number; stdout: string; stderr: string; timed_out: boolean; signal: string | null; pid: number }>(
-    `/v1/sandboxes/${id}/exec`,
-    { method: 'POST', json: body },
-  );
+  return p.json<{
+    exit_code: number;
+    stdout: string;
+    stderr: string;
+    timed_out: boolean;
+    signal: string | null;
+    pid: number;
+  }>(`/v1/sandboxes/${id}/exec`, { method: 'POST', json: body });
 }

@@ -35,13 +35,47 @@ describe('auth, bad input, admission, TTL, OpenAPI, audit (real gVisor)', () => 
 
   it('bad input gets typed errors and leaves nothing behind', async () => {
     const cases: Array<[string, RequestInit & { json?: unknown }, number, string]> = [
-      ['/v1/sandboxes', { method: 'POST', body: '{"template":', headers: { 'content-type': 'application/json' } }, 400, 'INVALID_JSON'],
-      ['/v1/sandboxes', { method: 'POST', json: { template: 'base', surprise: true } }, 400, 'INVALID_REQUEST'],
-      ['/v1/sandboxes', { method: 'POST', json: { template: 'no-such-template' } }, 404, 'TEMPLATE_NOT_FOUND'],
-      ['/v1/sandboxes', { method: 'POST', json: { template: 'base', ttl_seconds: -5 } }, 400, 'INVALID_REQUEST'],
-      ['/v1/sandboxes', { method: 'POST', body: 'template=base', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      [
+        '/v1/sandboxes',
+        { method: 'POST', body: '{"template":', headers: { 'content-type': 'application/json' } },
+        400,
+        'INVALID_JSON',
+      ],
+      [
+        '/v1/sandboxes',
+        { method: 'POST', json: { template: 'base', surprise: true } },
+        400,
+        'INVALID_REQUEST',
+      ],
+      [
+        '/v1/sandboxes',
+        { method: 'POST', json: { template: 'no-such-template' } },
+        404,
+        'TEMPLATE_NOT_FOUND',
+      ],
+      [
+        '/v1/sandboxes',
+        { method: 'POST', json: { template: 'base', ttl_seconds: -5 } },
+        400,
+        'INVALID_REQUEST',
+      ],
+      [
+        '/v1/sandboxes',
+        {
+          method: 'POST',
+          body: 'template=base',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        },
+        415,
+        'UNSUPPORTED_MEDIA_TYPE',
+      ],
       ['/v1/sandboxes/sbx_doesnotexist00', { method: 'GET' }, 404, 'SANDBOX_NOT_FOUND'],
-      ['/v1/sandboxes/sbx_doesnotexist00/exec', { method: 'POST', json: { cmd: 'true' } }, 404, 'SANDBOX_NOT_FOUND'],
+      [
+        '/v1/sandboxes/sbx_doesnotexist00/exec',
+        { method: 'POST', json: { cmd: 'true' } },
+        404,
+        'SANDBOX_NOT_FOUND',
+      ],
       ['/v1/sandboxes/sbx_doesnotexist00', { method: 'DELETE' }, 404, 'SANDBOX_NOT_FOUND'],
       ['/v1/nothing-here', { method: 'GET' }, 404, 'NOT_FOUND'],
     ];
@@ -106,7 +140,14 @@ describe('auth, bad input, admission, TTL, OpenAPI, audit (real gVisor)', () => 
   it('serves the OpenAPI document generated from the schemas', async () => {
     const doc = await p.json('/v1/openapi.json');
     assert.equal(doc.openapi, '3.0.3');
-    for (const path of ['/v1/sandboxes', '/v1/sandboxes/{id}', '/v1/sandboxes/{id}/exec', '/v1/sandboxes/{id}/exec/stream', '/v1/sandboxes/{id}/files', '/v1/health']) {
+    for (const path of [
+      '/v1/sandboxes',
+      '/v1/sandboxes/{id}',
+      '/v1/sandboxes/{id}/exec',
+      '/v1/sandboxes/{id}/exec/stream',
+      '/v1/sandboxes/{id}/files',
+      '/v1/health',
+    ]) {
       assert.ok(doc.paths[path], `documents ${path}`);
     }
     const create = doc.paths['/v1/sandboxes'].post;
@@ -120,9 +161,17 @@ describe('auth, bad input, admission, TTL, OpenAPI, audit (real gVisor)', () => 
     await p.json(`/v1/sandboxes/${id}`, { method: 'DELETE' });
     await p.api('/v1/sandboxes', { method: 'POST', token: 'wrn_bad', json: {} });
     const audit = await p.json('/v1/audit?limit=50');
-    const mine = audit.items.filter((e: { resource_id: string }) => e.resource_id === id).map((e: { action: string; status: number }) => `${e.action} ${e.status}`);
-    assert.deepEqual(mine.reverse(), ['POST /v1/sandboxes 201', 'POST /v1/sandboxes/:id/exec 200', 'DELETE /v1/sandboxes/:id 200']);
-    const failures = audit.items.filter((e: { error_code: string | null }) => e.error_code === 'TEMPLATE_NOT_FOUND');
+    const mine = audit.items
+      .filter((e: { resource_id: string }) => e.resource_id === id)
+      .map((e: { action: string; status: number }) => `${e.action} ${e.status}`);
+    assert.deepEqual(mine.reverse(), [
+      'POST /v1/sandboxes 201',
+      'POST /v1/sandboxes/:id/exec 200',
+      'DELETE /v1/sandboxes/:id 200',
+    ]);
+    const failures = audit.items.filter(
+      (e: { error_code: string | null }) => e.error_code === 'TEMPLATE_NOT_FOUND',
+    );
     assert.ok(failures.length >= 1, 'failed requests are audited with their code');
   });
 });

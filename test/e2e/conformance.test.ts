@@ -173,19 +173,23 @@ export function runConformance(
       assert.ok(['none', 'netstack'].includes(caps.network), `network ${caps.network}`);
     });
 
-    it('boot: the guest dials its channel and answers /health; list() has it', check('boot'), async () => {
-      const sbx = await makeSbx('boot');
-      await driver.boot(sbx.spec);
-      await sbx.channel.waitReady(READY_MS);
-      const h = await health(sbx);
-      assert.equal(h.ok, true);
-      assert.equal(h.sandbox_id, sbx.id, 'the guest accepted the hello of its own channel');
-      assert.equal(h.connections, 1);
-      assert.ok((await driver.list()).includes(sbx.id));
-      // State written before the checkpoint, to be found in every restored copy.
-      await putFile(sbx, guestPath('before-checkpoint'), 'from the booted sandbox');
-      booted = sbx;
-    });
+    it(
+      'boot: the guest dials its channel and answers /health; list() has it',
+      check('boot'),
+      async () => {
+        const sbx = await makeSbx('boot');
+        await driver.boot(sbx.spec);
+        await sbx.channel.waitReady(READY_MS);
+        const h = await health(sbx);
+        assert.equal(h.ok, true);
+        assert.equal(h.sandbox_id, sbx.id, 'the guest accepted the hello of its own channel');
+        assert.equal(h.connections, 1);
+        assert.ok((await driver.list()).includes(sbx.id));
+        // State written before the checkpoint, to be found in every restored copy.
+        await putFile(sbx, guestPath('before-checkpoint'), 'from the booted sandbox');
+        booted = sbx;
+      },
+    );
 
     it('checkpoint: saves an image and stops the sandbox', check('checkpoint'), async () => {
       assert.ok(booted, 'needs the booted sandbox');
@@ -200,42 +204,54 @@ export function runConformance(
       await assert.rejects(health(booted), (e: unknown) => e instanceof WarrenError);
     });
 
-    it('checkpoint: the checkpointed sandbox leaves list()', check('checkpoint-unlists'), async () => {
-      assert.ok(checkpointed, 'needs the checkpointed sandbox');
-      const listed = await driver.list();
-      assert.ok(!listed.includes(checkpointed), `list() after checkpoint: ${listed.join(',')}`);
-    });
+    it(
+      'checkpoint: the checkpointed sandbox leaves list()',
+      check('checkpoint-unlists'),
+      async () => {
+        assert.ok(checkpointed, 'needs the checkpointed sandbox');
+        const listed = await driver.list();
+        assert.ok(!listed.includes(checkpointed), `list() after checkpoint: ${listed.join(',')}`);
+      },
+    );
 
-    it('restore twice: two running copies, each dialing its own channel', check('restore'), async () => {
-      assert.ok(existsSync(imageDir), 'needs the checkpoint image');
-      const a = await makeSbx('ra');
-      const b = await makeSbx('rb');
-      await driver.restore(a.spec, imageDir);
-      await driver.restore(b.spec, imageDir);
-      copies = [a, b];
-      await Promise.all([a.channel.waitReady(READY_MS), b.channel.waitReady(READY_MS)]);
-      const [ha, hb] = await Promise.all([health(a), health(b)]);
-      assert.equal(ha.sandbox_id, a.id);
-      assert.equal(hb.sandbox_id, b.id);
-      const listed = await driver.list();
-      assert.ok(listed.includes(a.id) && listed.includes(b.id), `list(): ${listed.join(',')}`);
-    });
+    it(
+      'restore twice: two running copies, each dialing its own channel',
+      check('restore'),
+      async () => {
+        assert.ok(existsSync(imageDir), 'needs the checkpoint image');
+        const a = await makeSbx('ra');
+        const b = await makeSbx('rb');
+        await driver.restore(a.spec, imageDir);
+        await driver.restore(b.spec, imageDir);
+        copies = [a, b];
+        await Promise.all([a.channel.waitReady(READY_MS), b.channel.waitReady(READY_MS)]);
+        const [ha, hb] = await Promise.all([health(a), health(b)]);
+        assert.equal(ha.sandbox_id, a.id);
+        assert.equal(hb.sandbox_id, b.id);
+        const listed = await driver.list();
+        assert.ok(listed.includes(a.id) && listed.includes(b.id), `list(): ${listed.join(',')}`);
+      },
+    );
 
-    it('restored copies carry the image state and are independent', check('restore-isolation'), async () => {
-      const [a, b] = copies;
-      assert.ok(a && b, 'needs two restored copies');
-      // Both copies start from the image...
-      assert.equal(await readFile(a, guestPath('before-checkpoint')), 'from the booted sandbox');
-      assert.equal(await readFile(b, guestPath('before-checkpoint')), 'from the booted sandbox');
-      // ...and diverge from there.
-      const written = await putFile(a, guestPath('only-in-a'), 'a');
-      assert.equal(written.size, 1);
-      assert.equal((await statFile(a, guestPath('only-in-a'))).type, 'file');
-      await assert.rejects(
-        statFile(b, guestPath('only-in-a')),
-        (e: unknown) => e instanceof WarrenError && e.code === 'FILE_NOT_FOUND',
-      );
-    });
+    it(
+      'restored copies carry the image state and are independent',
+      check('restore-isolation'),
+      async () => {
+        const [a, b] = copies;
+        assert.ok(a && b, 'needs two restored copies');
+        // Both copies start from the image...
+        assert.equal(await readFile(a, guestPath('before-checkpoint')), 'from the booted sandbox');
+        assert.equal(await readFile(b, guestPath('before-checkpoint')), 'from the booted sandbox');
+        // ...and diverge from there.
+        const written = await putFile(a, guestPath('only-in-a'), 'a');
+        assert.equal(written.size, 1);
+        assert.equal((await statFile(a, guestPath('only-in-a'))).type, 'file');
+        await assert.rejects(
+          statFile(b, guestPath('only-in-a')),
+          (e: unknown) => e instanceof WarrenError && e.code === 'FILE_NOT_FOUND',
+        );
+      },
+    );
 
     it('pause holds guest requests; resume lets them complete', check('pause'), async () => {
       const sbx = copies[0];

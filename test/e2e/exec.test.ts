@@ -61,7 +61,10 @@ describe('exec and processes (real gVisor)', () => {
   });
 
   it('a missing working directory is a typed error', async () => {
-    const res = await p.api(`/v1/sandboxes/${id}/exec`, { method: 'POST', json: { cmd: 'true', cwd: '/does/not/exist' } });
+    const res = await p.api(`/v1/sandboxes/${id}/exec`, {
+      method: 'POST',
+      json: { cmd: 'true', cwd: '/does/not/exist' },
+    });
     assert.equal(res.status, 400);
     assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'CWD_NOT_FOUND');
   });
@@ -72,14 +75,20 @@ describe('exec and processes (real gVisor)', () => {
     assert.equal(r.timed_out, true);
     assert.equal(r.exit_code, 137);
     assert.ok(Date.now() - started < 10_000);
-    const ps = await exec(p, id, { cmd: 'sh', args: ['-c', 'ps -eo comm 2>/dev/null || ls /proc'] });
+    const ps = await exec(p, id, {
+      cmd: 'sh',
+      args: ['-c', 'ps -eo comm 2>/dev/null || ls /proc'],
+    });
     assert.ok(!/\bsleep\b/.test(ps.stdout), `no sleep left: ${ps.stdout}`);
   });
 
   it('streams stdout and stderr events as they happen, then the exit', async () => {
     const res = await p.api(`/v1/sandboxes/${id}/exec/stream`, {
       method: 'POST',
-      json: { cmd: 'sh', args: ['-c', 'echo one; sleep 0.6; echo two >&2; sleep 0.6; echo three; exit 2'] },
+      json: {
+        cmd: 'sh',
+        args: ['-c', 'echo one; sleep 0.6; echo two >&2; sleep 0.6; echo three; exit 2'],
+      },
     });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/x-ndjson');
@@ -108,38 +117,75 @@ describe('exec and processes (real gVisor)', () => {
     const list = await p.json(`/v1/sandboxes/${id}/processes`);
     assert.ok(list.items.some((x: { pid: number }) => x.pid === pid));
 
-    const stdin = await p.api(`/v1/sandboxes/${id}/processes/${pid}/stdin`, { method: 'POST', json: { data: 'a\nb\n' } });
+    const stdin = await p.api(`/v1/sandboxes/${id}/processes/${pid}/stdin`, {
+      method: 'POST',
+      json: { data: 'a\nb\n' },
+    });
     assert.equal(stdin.status, 204);
     await new Promise((r) => setTimeout(r, 300));
     // Reattach without following: what was printed so far.
-    const sofar = await ndjson(await p.api(`/v1/sandboxes/${id}/processes/${pid}/output?follow=false`));
-    assert.equal(sofar.filter((e) => e.type === 'stdout').map((e) => e.data).join(''), 'got a\ngot b\n');
+    const sofar = await ndjson(
+      await p.api(`/v1/sandboxes/${id}/processes/${pid}/output?follow=false`),
+    );
+    assert.equal(
+      sofar
+        .filter((e) => e.type === 'stdout')
+        .map((e) => e.data)
+        .join(''),
+      'got a\ngot b\n',
+    );
 
     // Reattach and follow until exit, while closing stdin from elsewhere.
     const following = p.api(`/v1/sandboxes/${id}/processes/${pid}/output`);
-    await p.api(`/v1/sandboxes/${id}/processes/${pid}/stdin`, { method: 'POST', json: { data: 'c\n', eof: true } });
+    await p.api(`/v1/sandboxes/${id}/processes/${pid}/stdin`, {
+      method: 'POST',
+      json: { data: 'c\n', eof: true },
+    });
     const all = await ndjson(await following);
-    assert.equal(all.filter((e) => e.type === 'stdout').map((e) => e.data).join(''), 'got a\ngot b\ngot c\nbye\n');
+    assert.equal(
+      all
+        .filter((e) => e.type === 'stdout')
+        .map((e) => e.data)
+        .join(''),
+      'got a\ngot b\ngot c\nbye\n',
+    );
     assert.equal(all.at(-1)?.type, 'exit');
     const done = await p.json(`/v1/sandboxes/${id}/processes/${pid}`);
     assert.deepEqual([done.state, done.exit_code], ['exited', 0]);
 
     // Signals reach the process; the exit code reports the signal.
-    const sleeper = await p.json(`/v1/sandboxes/${id}/exec`, { method: 'POST', json: { cmd: 'sleep', args: ['60'], background: true } });
-    const sig = await p.api(`/v1/sandboxes/${id}/processes/${sleeper.pid}/signal`, { method: 'POST', json: { signal: 'SIGTERM' } });
+    const sleeper = await p.json(`/v1/sandboxes/${id}/exec`, {
+      method: 'POST',
+      json: { cmd: 'sleep', args: ['60'], background: true },
+    });
+    const sig = await p.api(`/v1/sandboxes/${id}/processes/${sleeper.pid}/signal`, {
+      method: 'POST',
+      json: { signal: 'SIGTERM' },
+    });
     assert.equal(sig.status, 204);
     const end = await ndjson(await p.api(`/v1/sandboxes/${id}/processes/${sleeper.pid}/output`));
     assert.equal(end.at(-1)?.exit_code, 143);
 
     const gone = await p.api(`/v1/sandboxes/${id}/processes/99999`);
     assert.equal(gone.status, 404);
-    assert.equal(((await gone.json()) as { error: { code: string } }).error.code, 'PROCESS_NOT_FOUND');
-    const late = await p.api(`/v1/sandboxes/${id}/processes/${pid}/stdin`, { method: 'POST', json: { data: 'x' } });
+    assert.equal(
+      ((await gone.json()) as { error: { code: string } }).error.code,
+      'PROCESS_NOT_FOUND',
+    );
+    const late = await p.api(`/v1/sandboxes/${id}/processes/${pid}/stdin`, {
+      method: 'POST',
+      json: { data: 'x' },
+    });
     assert.equal(late.status, 409);
   });
 
   it('many concurrent execs on one sandbox all complete', async () => {
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => exec(p, id, { cmd: 'echo', args: [String(i)] })));
-    assert.deepEqual(results.map((r) => r.stdout), Array.from({ length: 12 }, (_, i) => `${i}\n`));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => exec(p, id, { cmd: 'echo', args: [String(i)] })),
+    );
+    assert.deepEqual(
+      results.map((r) => r.stdout),
+      Array.from({ length: 12 }, (_, i) => `${i}\n`),
+    );
   });
 });

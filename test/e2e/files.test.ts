@@ -21,46 +21,85 @@ describe('files (real gVisor, always through the guest agent)', () => {
   });
 
   it('write creates parents; read, stat and list see it; exec sees it too', async () => {
-    const put = await p.api(f('/work/deep/dir/hello.txt'), { method: 'PUT', body: 'hello\n', headers: { 'content-type': 'application/octet-stream' } });
+    const put = await p.api(f('/work/deep/dir/hello.txt'), {
+      method: 'PUT',
+      body: 'hello\n',
+      headers: { 'content-type': 'application/octet-stream' },
+    });
     assert.equal(put.status, 200);
     assert.deepEqual(await put.json(), { path: '/work/deep/dir/hello.txt', size: 6 });
     assert.equal(await (await p.api(f('/work/deep/dir/hello.txt'))).text(), 'hello\n');
     const st = await p.json(`/v1/sandboxes/${id}/files/stat?path=/work/deep/dir/hello.txt`);
     assert.deepEqual([st.type, st.size, st.name], ['file', 6, 'hello.txt']);
     const ls = await p.json(`/v1/sandboxes/${id}/files/list?path=/work/deep/dir`);
-    assert.deepEqual(ls.items.map((i: { name: string }) => i.name), ['hello.txt']);
-    assert.equal((await exec(p, id, { cmd: 'cat', args: ['/work/deep/dir/hello.txt'] })).stdout, 'hello\n');
+    assert.deepEqual(
+      ls.items.map((i: { name: string }) => i.name),
+      ['hello.txt'],
+    );
+    assert.equal(
+      (await exec(p, id, { cmd: 'cat', args: ['/work/deep/dir/hello.txt'] })).stdout,
+      'hello\n',
+    );
   });
 
   it('mkdir, rename, remove, with mode', async () => {
-    const mk = await p.json(`/v1/sandboxes/${id}/files/mkdir`, { method: 'POST', json: { path: '/data/a/b' } });
+    const mk = await p.json(`/v1/sandboxes/${id}/files/mkdir`, {
+      method: 'POST',
+      json: { path: '/data/a/b' },
+    });
     assert.equal(mk.type, 'dir');
-    const dup = await p.api(`/v1/sandboxes/${id}/files/mkdir`, { method: 'POST', json: { path: '/data/a/b', parents: false } });
+    const dup = await p.api(`/v1/sandboxes/${id}/files/mkdir`, {
+      method: 'POST',
+      json: { path: '/data/a/b', parents: false },
+    });
     assert.deepEqual(await code(dup), [409, 'FILE_EXISTS']);
-    await p.api(`/v1/sandboxes/${id}/files?path=/data/a/b/x.sh&mode=755`, { method: 'PUT', body: '#!/bin/sh\necho run\n' });
+    await p.api(`/v1/sandboxes/${id}/files?path=/data/a/b/x.sh&mode=755`, {
+      method: 'PUT',
+      body: '#!/bin/sh\necho run\n',
+    });
     assert.equal((await exec(p, id, { cmd: '/data/a/b/x.sh' })).stdout, 'run\n');
-    const mv = await p.json(`/v1/sandboxes/${id}/files/rename`, { method: 'POST', json: { from: '/data/a/b/x.sh', to: '/data/moved/y.sh' } });
+    const mv = await p.json(`/v1/sandboxes/${id}/files/rename`, {
+      method: 'POST',
+      json: { from: '/data/a/b/x.sh', to: '/data/moved/y.sh' },
+    });
     assert.deepEqual([mv.path, mv.mode], ['/data/moved/y.sh', '755']);
-    const notEmpty = await p.api(`/v1/sandboxes/${id}/files?path=/data/moved`, { method: 'DELETE' });
+    const notEmpty = await p.api(`/v1/sandboxes/${id}/files?path=/data/moved`, {
+      method: 'DELETE',
+    });
     assert.deepEqual(await code(notEmpty), [409, 'DIRECTORY_NOT_EMPTY']);
-    const rm = await p.api(`/v1/sandboxes/${id}/files?path=/data&recursive=true`, { method: 'DELETE' });
+    const rm = await p.api(`/v1/sandboxes/${id}/files?path=/data&recursive=true`, {
+      method: 'DELETE',
+    });
     assert.equal(rm.status, 204);
-    assert.deepEqual(await code(await p.api(`/v1/sandboxes/${id}/files/stat?path=/data`)), [404, 'FILE_NOT_FOUND']);
+    assert.deepEqual(await code(await p.api(`/v1/sandboxes/${id}/files/stat?path=/data`)), [
+      404,
+      'FILE_NOT_FOUND',
+    ]);
   });
 
   it('bad paths are typed errors', async () => {
     assert.deepEqual(await code(await p.api(f('/nope/missing'))), [404, 'FILE_NOT_FOUND']);
     assert.deepEqual(await code(await p.api(f('/etc'))), [400, 'IS_A_DIRECTORY']);
     assert.deepEqual(await code(await p.api(f('relative/path'))), [400, 'INVALID_PATH']);
-    assert.deepEqual(await code(await p.api(`/v1/sandboxes/${id}/files/list?path=/etc/hostname`)), [400, 'NOT_A_DIRECTORY']);
-    assert.deepEqual(await code(await p.api(`/v1/sandboxes/${id}/files`)), [400, 'INVALID_REQUEST']);
+    assert.deepEqual(await code(await p.api(`/v1/sandboxes/${id}/files/list?path=/etc/hostname`)), [
+      400,
+      'NOT_A_DIRECTORY',
+    ]);
+    assert.deepEqual(await code(await p.api(`/v1/sandboxes/${id}/files`)), [
+      400,
+      'INVALID_REQUEST',
+    ]);
     // The path is the sandbox's own view: the host's files are not reachable through it.
     assert.deepEqual(await code(await p.api(f(`${p.home}/admin-token`))), [404, 'FILE_NOT_FOUND']);
   });
 
   it('binary-safe round trip', async () => {
     const bytes = randomBytes(256 * 1024);
-    await p.api(f('/tmp/bin.dat'), { method: 'PUT', body: bytes, headers: { 'content-type': 'application/octet-stream' } });
+    await p.api(f('/tmp/bin.dat'), {
+      method: 'PUT',
+      body: bytes,
+      headers: { 'content-type': 'application/octet-stream' },
+    });
     const back = Buffer.from(await (await p.api(f('/tmp/bin.dat'))).arrayBuffer());
     assert.ok(back.equals(bytes));
     const sum = await exec(p, id, { cmd: 'sha256sum', args: ['/tmp/bin.dat'] });
@@ -107,6 +146,9 @@ describe('files (real gVisor, always through the guest agent)', () => {
       clearInterval(sampler);
     }
     // Server, host agent and client share this process: none of them held the file.
-    assert.ok(peak - rssBefore < 80 * 1024 * 1024, `resident memory grew by ${Math.round((peak - rssBefore) / 1048576)} MiB`);
+    assert.ok(
+      peak - rssBefore < 80 * 1024 * 1024,
+      `resident memory grew by ${Math.round((peak - rssBefore) / 1048576)} MiB`,
+    );
   });
 });

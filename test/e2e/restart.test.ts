@@ -14,8 +14,14 @@ describe('platform restart (real gVisor)', () => {
       let id: string;
       try {
         id = await createSandbox(first, { template: 'base', env: { KEPT: 'yes' } });
-        await first.api(`/v1/sandboxes/${id}/files?path=/root/state.txt`, { method: 'PUT', body: 'before restart' });
-        await first.json(`/v1/sandboxes/${id}/processes`, { method: 'POST', json: { cmd: 'sleep', args: ['600'] } });
+        await first.api(`/v1/sandboxes/${id}/files?path=/root/state.txt`, {
+          method: 'PUT',
+          body: 'before restart',
+        });
+        await first.json(`/v1/sandboxes/${id}/processes`, {
+          method: 'POST',
+          json: { cmd: 'sleep', args: ['600'] },
+        });
       } finally {
         await first.close();
       }
@@ -24,7 +30,10 @@ describe('platform restart (real gVisor)', () => {
         assert.equal(second.adminToken, token, 'the same token works after a restart');
         const sbx = await second.json(`/v1/sandboxes/${id}`);
         assert.equal(sbx.state, 'running');
-        const r = await exec(second, id, { cmd: 'sh', args: ['-c', 'cat /root/state.txt; echo " $KEPT"; pgrep -c sleep || ls /proc | head -1'] });
+        const r = await exec(second, id, {
+          cmd: 'sh',
+          args: ['-c', 'cat /root/state.txt; echo " $KEPT"; pgrep -c sleep || ls /proc | head -1'],
+        });
         assert.match(r.stdout, /^before restart yes\n/);
       } finally {
         await second.stop();

@@ -36,9 +36,15 @@ describe('sandboxes over REST (real gVisor)', () => {
     const after = await p.json(`/v1/sandboxes/${sbx.id}`);
     assert.equal(after.state, 'stopped');
     assert.equal(after.stop_reason, 'deleted');
-    const again = await p.api(`/v1/sandboxes/${sbx.id}/exec`, { method: 'POST', json: { cmd: 'true' } });
+    const again = await p.api(`/v1/sandboxes/${sbx.id}/exec`, {
+      method: 'POST',
+      json: { cmd: 'true' },
+    });
     assert.equal(again.status, 409);
-    assert.equal(((await again.json()) as { error: { code: string } }).error.code, 'SANDBOX_NOT_RUNNING');
+    assert.equal(
+      ((await again.json()) as { error: { code: string } }).error.code,
+      'SANDBOX_NOT_RUNNING',
+    );
     const twice = await p.json(`/v1/sandboxes/${sbx.id}`, { method: 'DELETE' });
     assert.equal(twice.deleted, false);
   });
@@ -48,7 +54,10 @@ describe('sandboxes over REST (real gVisor)', () => {
     const b = await createSandbox(p);
     try {
       // The host's project directory and the platform's state are not visible inside.
-      const ls = await exec(p, a, { cmd: 'sh', args: ['-c', `ls ${p.home} /work 2>&1; cat /proc/1/cmdline | tr '\\0' ' '`] });
+      const ls = await exec(p, a, {
+        cmd: 'sh',
+        args: ['-c', `ls ${p.home} /work 2>&1; cat /proc/1/cmdline | tr '\\0' ' '`],
+      });
       assert.match(ls.stdout, /No such file or directory/);
       assert.match(ls.stdout, /\/opt\/warren\/node/);
       // Writes in one sandbox are invisible to the other, and the shared template is untouched.
@@ -70,7 +79,13 @@ describe('sandboxes over REST (real gVisor)', () => {
     const ids: string[] = [];
     try {
       for (const team of ['red', 'red', 'blue']) {
-        ids.push(await createSandbox(p, { template: 'base', metadata: { team, suite: 'list' }, env: { SECRET_X: 'v' } }));
+        ids.push(
+          await createSandbox(p, {
+            template: 'base',
+            metadata: { team, suite: 'list' },
+            env: { SECRET_X: 'v' },
+          }),
+        );
       }
       const one = await p.json(`/v1/sandboxes/${ids[0]}`);
       assert.equal(one.template, 'base');
@@ -80,20 +95,28 @@ describe('sandboxes over REST (real gVisor)', () => {
       assert.equal(one.ttl_seconds, 3600);
 
       const red = await p.json('/v1/sandboxes?metadata.team=red&metadata.suite=list');
-      assert.deepEqual(new Set(red.items.map((s: { id: string }) => s.id)), new Set(ids.slice(0, 2)));
+      assert.deepEqual(
+        new Set(red.items.map((s: { id: string }) => s.id)),
+        new Set(ids.slice(0, 2)),
+      );
       const running = await p.json('/v1/sandboxes?state=running&metadata.suite=list');
       assert.equal(running.items.length, 3);
 
       const page1 = await p.json('/v1/sandboxes?metadata.suite=list&limit=2');
       assert.equal(page1.items.length, 2);
       assert.ok(page1.next_cursor);
-      const page2 = await p.json(`/v1/sandboxes?metadata.suite=list&limit=2&cursor=${page1.next_cursor}`);
+      const page2 = await p.json(
+        `/v1/sandboxes?metadata.suite=list&limit=2&cursor=${page1.next_cursor}`,
+      );
       assert.equal(page2.items.length, 1);
       assert.equal(page2.next_cursor, null);
       const all = [...page1.items, ...page2.items].map((s: { id: string }) => s.id);
       assert.deepEqual(new Set(all), new Set(ids));
 
-      const patched = await p.json(`/v1/sandboxes/${ids[2]}`, { method: 'PATCH', json: { metadata: { team: 'green' }, ttl_seconds: 120 } });
+      const patched = await p.json(`/v1/sandboxes/${ids[2]}`, {
+        method: 'PATCH',
+        json: { metadata: { team: 'green' }, ttl_seconds: 120 },
+      });
       assert.deepEqual(patched.metadata, { team: 'green' });
       assert.equal(patched.ttl_seconds, 120);
       const left = Date.parse(patched.expires_at) - Date.now();
@@ -115,9 +138,15 @@ describe('sandboxes over REST (real gVisor)', () => {
       await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
     }
     const before = readdirSync(join(p.home, 'sandboxes')).length;
-    const big = await p.api('/v1/sandboxes', { method: 'POST', json: { template: 'base', memory_mb: 999_999 } });
+    const big = await p.api('/v1/sandboxes', {
+      method: 'POST',
+      json: { template: 'base', memory_mb: 999_999 },
+    });
     assert.equal(big.status, 400);
-    assert.equal(((await big.json()) as { error: { code: string } }).error.code, 'RESOURCES_OUT_OF_RANGE');
+    assert.equal(
+      ((await big.json()) as { error: { code: string } }).error.code,
+      'RESOURCES_OUT_OF_RANGE',
+    );
     assert.equal(readdirSync(join(p.home, 'sandboxes')).length, before);
   });
 });

@@ -4,7 +4,18 @@
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import type { Stats } from 'node:fs';
-import { lstat, stat, mkdir, readdir, readlink, rename, rm, rmdir, unlink, chmod } from 'node:fs/promises';
+import {
+  lstat,
+  stat,
+  mkdir,
+  readdir,
+  readlink,
+  rename,
+  rm,
+  rmdir,
+  unlink,
+  chmod,
+} from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';

@@ -11,7 +11,12 @@ import { existsSync } from 'node:fs';
 import { createServer, type Http2Session } from 'node:http2';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { CHANNEL_SETTINGS, CHANNEL_WINDOW, GUEST_CHANNEL_DIR, GUEST_CHANNEL_SOCKET } from '@warren/protocol/guest';
+import {
+  CHANNEL_SETTINGS,
+  CHANNEL_WINDOW,
+  GUEST_CHANNEL_DIR,
+  GUEST_CHANNEL_SOCKET,
+} from '@warren/protocol/guest';
 import { ProcessTable } from './processes';
 import { handle, type GuestState } from './routes';
 

@@ -4,7 +4,8 @@ import { ERROR_STATUS, WarrenError, type ErrorCode } from '@warren/protocol/erro
 export function sendJson(stream: ServerHttp2Stream, status: number, body: unknown): void {
   if (stream.destroyed || stream.closed) return;
   const text = body === undefined ? '' : JSON.stringify(body);
-  if (!stream.headersSent) stream.respond({ ':status': status, 'content-type': 'application/json' });
+  if (!stream.headersSent)
+    stream.respond({ ':status': status, 'content-type': 'application/json' });
   stream.end(text);
 }
 

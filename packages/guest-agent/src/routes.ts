@@ -26,7 +26,10 @@ export interface GuestState {
 
 const NDJSON = { ':status': 200, 'content-type': 'application/x-ndjson' } as const;
 
-function streamEvents(stream: ServerHttp2Stream, subscribe: (l: (e: ExecEvent) => void) => () => void): void {
+function streamEvents(
+  stream: ServerHttp2Stream,
+  subscribe: (l: (e: ExecEvent) => void) => () => void,
+): void {
   stream.respond(NDJSON);
   const unsubscribe = subscribe((event) => {
     if (stream.destroyed) return;
@@ -36,7 +39,11 @@ function streamEvents(stream: ServerHttp2Stream, subscribe: (l: (e: ExecEvent) =
   stream.on('close', unsubscribe);
 }
 
-export async function route(state: GuestState, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
+export async function route(
+  state: GuestState,
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+): Promise<void> {
   const method = headers[':method'] ?? 'GET';
   const url = new URL(headers[':path'] ?? '/', 'http://guest');
   const path = url.pathname;
@@ -136,11 +143,19 @@ export async function route(state: GuestState, stream: ServerHttp2Stream, header
   }
   if (path === GUEST_PATHS.filesMkdir && method === 'POST') {
     const body = await readJson<{ path?: string; parents?: boolean }>(stream);
-    return sendJson(stream, 200, await files.makeDir(files.checkPath(body.path), body.parents !== false));
+    return sendJson(
+      stream,
+      200,
+      await files.makeDir(files.checkPath(body.path), body.parents !== false),
+    );
   }
   if (path === GUEST_PATHS.filesRename && method === 'POST') {
     const body = await readJson<{ from?: string; to?: string }>(stream);
-    return sendJson(stream, 200, await files.move(files.checkPath(body.from), files.checkPath(body.to)));
+    return sendJson(
+      stream,
+      200,
+      await files.move(files.checkPath(body.from), files.checkPath(body.to)),
+    );
   }
   throw new WarrenError('NOT_FOUND', `no guest route ${method} ${path}`);
 }
@@ -162,7 +177,11 @@ function sendFile(source: Readable, token: string): void {
   socket.on('error', () => source.destroy());
 }
 
-export function handle(state: GuestState, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+export function handle(
+  state: GuestState,
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+): void {
   stream.on('error', () => {});
   route(state, stream, headers).catch((err) => sendError(stream, err));
 }

@@ -3,7 +3,12 @@
  * dials, over which the host speaks HTTP/2 as the client. A new connection
  * (after a restore, or after this process restarts) replaces the old one.
  */
-import { connect as h2connect, constants, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
+import {
+  connect as h2connect,
+  constants,
+  type ClientHttp2Session,
+  type ClientHttp2Stream,
+} from 'node:http2';
 import { createServer, type Server, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { unlink } from 'node:fs/promises';
@@ -74,12 +79,17 @@ export class GuestChannel {
     socket.on('readable', onReadable);
   }
 
-  private expectData(token: string, timeoutMs: number): { socket: Promise<Socket>; cancel: () => void } {
+  private expectData(
+    token: string,
+    timeoutMs: number,
+  ): { socket: Promise<Socket>; cancel: () => void } {
     let cancel = () => undefined as void;
     const socket = new Promise<Socket>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pendingData.delete(token);
-        reject(new WarrenError('GUEST_UNAVAILABLE', 'sandbox agent did not open the data connection'));
+        reject(
+          new WarrenError('GUEST_UNAVAILABLE', 'sandbox agent did not open the data connection'),
+        );
       }, timeoutMs);
       this.pendingData.set(token, (s) => {
         clearTimeout(timer);
@@ -100,7 +110,11 @@ export class GuestChannel {
     const token = randomBytes(DATA_TOKEN_BYTES / 2).toString('hex');
     const data = this.expectData(token, DATA_DIAL_TIMEOUT_MS);
     try {
-      await this.json({ method: 'POST', path: GUEST_PATHS.filesReceive, json: { path, token, mode } });
+      await this.json({
+        method: 'POST',
+        path: GUEST_PATHS.filesReceive,
+        json: { path, token, mode },
+      });
     } catch (err) {
       data.cancel();
       throw err;
@@ -111,7 +125,8 @@ export class GuestChannel {
     const reply = await readText(socket);
     const result = JSON.parse(reply || '{}') as FileInfo | ErrorBody;
     if ('error' in result) throw errorFrom(500, reply);
-    if (!('path' in result)) throw new WarrenError('GUEST_UNAVAILABLE', 'upload to the sandbox broke off');
+    if (!('path' in result))
+      throw new WarrenError('GUEST_UNAVAILABLE', 'upload to the sandbox broke off');
     return result;
   }
 
@@ -121,7 +136,11 @@ export class GuestChannel {
     const data = this.expectData(token, DATA_DIAL_TIMEOUT_MS);
     let size: number;
     try {
-      ({ size } = await this.json<{ size: number }>({ method: 'POST', path: GUEST_PATHS.filesSend, json: { path, token } }));
+      ({ size } = await this.json<{ size: number }>({
+        method: 'POST',
+        path: GUEST_PATHS.filesSend,
+        json: { path, token },
+      }));
     } catch (err) {
       data.cancel();
       throw err;
@@ -159,7 +178,11 @@ export class GuestChannel {
   }
 
   private async sendHello(session: ClientHttp2Session): Promise<void> {
-    const res = await this.requestOn(session, { method: 'POST', path: GUEST_PATHS.hello, json: this.hello() });
+    const res = await this.requestOn(session, {
+      method: 'POST',
+      path: GUEST_PATHS.hello,
+      json: this.hello(),
+    });
     await drain(res.body);
     if (res.status !== 200) throw new WarrenError('GUEST_UNAVAILABLE', 'guest agent refused hello');
   }
@@ -173,7 +196,12 @@ export class GuestChannel {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.readyWaiters = this.readyWaiters.filter((w) => w !== done);
-        reject(new WarrenError('GUEST_UNAVAILABLE', `guest agent did not connect within ${timeoutMs} ms`));
+        reject(
+          new WarrenError(
+            'GUEST_UNAVAILABLE',
+            `guest agent did not connect within ${timeoutMs} ms`,
+          ),
+        );
       }, timeoutMs);
       const done = () => {
         clearTimeout(timer);
@@ -206,7 +234,10 @@ export class GuestChannel {
     const session = this.session;
     if (!session) return;
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new WarrenError('GUEST_UNAVAILABLE', 'guest agent did not disconnect')), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new WarrenError('GUEST_UNAVAILABLE', 'guest agent did not disconnect')),
+        timeoutMs,
+      );
       session.once('close', () => {
         clearTimeout(timer);
         resolve();
@@ -229,7 +260,8 @@ export class GuestChannel {
 
   private requestOn(session: ClientHttp2Session, req: GuestRequest): Promise<GuestResponse> {
     const url = new URL(req.path, 'http://guest');
-    for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
+    for (const [k, v] of Object.entries(req.query ?? {}))
+      if (v !== undefined) url.searchParams.set(k, v);
     const headers: Record<string, string | number> = {
       [constants.HTTP2_HEADER_METHOD]: req.method ?? 'GET',
       [constants.HTTP2_HEADER_PATH]: url.pathname + url.search,
@@ -239,13 +271,24 @@ export class GuestChannel {
     return new Promise<GuestResponse>((resolve, reject) => {
       let stream: ClientHttp2Stream;
       try {
-        stream = session.request(headers, { endStream: req.json === undefined && req.body === undefined });
+        stream = session.request(headers, {
+          endStream: req.json === undefined && req.body === undefined,
+        });
       } catch (err) {
-        reject(new WarrenError('GUEST_UNAVAILABLE', `sandbox agent channel failed: ${(err as Error).message}`));
+        reject(
+          new WarrenError(
+            'GUEST_UNAVAILABLE',
+            `sandbox agent channel failed: ${(err as Error).message}`,
+          ),
+        );
         return;
       }
       const fail = (err: Error) =>
-        reject(err instanceof WarrenError ? err : new WarrenError('GUEST_UNAVAILABLE', `sandbox agent channel failed: ${err.message}`));
+        reject(
+          err instanceof WarrenError
+            ? err
+            : new WarrenError('GUEST_UNAVAILABLE', `sandbox agent channel failed: ${err.message}`),
+        );
       stream.once('error', fail);
       stream.once('response', (h) => {
         stream.off('error', fail);

@@ -71,7 +71,11 @@ export class HostAgent {
   }
 
   capacity(): { memory_budget_mb: number; memory_reserved_mb: number; sandboxes: number } {
-    return { memory_budget_mb: this.config.memoryBudgetMb, memory_reserved_mb: this.reservedMb, sandboxes: this.sandboxes.size };
+    return {
+      memory_budget_mb: this.config.memoryBudgetMb,
+      memory_reserved_mb: this.reservedMb,
+      sandboxes: this.sandboxes.size,
+    };
   }
 
   private async guestBundle(): Promise<GuestBundle> {
@@ -89,33 +93,66 @@ export class HostAgent {
     const guest = await this.guestBundle();
     const runtimeVersion = `${this.driver.name} ${await this.driver.version()}`;
     const existing = await this.templates.read(name);
-    if (existing?.state === 'ready' && existing.guest_key === guest.key && existing.runtime_version === runtimeVersion) {
+    if (
+      existing?.state === 'ready' &&
+      existing.guest_key === guest.key &&
+      existing.runtime_version === runtimeVersion
+    ) {
       return existing;
     }
     const rootfs = await this.templates.ensureRootfs(recipe, progress);
     progress(`baking snapshot of template ${name}`);
     const started = Date.now();
-    const image = await this.bake(rootfs, guest, recipe.maxCpu, recipe.maxMemoryMb, join(this.templates.dir(name), 'snapshot.tmp'));
+    const image = await this.bake(
+      rootfs,
+      guest,
+      recipe.maxCpu,
+      recipe.maxMemoryMb,
+      join(this.templates.dir(name), 'snapshot.tmp'),
+    );
     const rec = await this.templates.commit(recipe, image, guest.key, runtimeVersion);
     progress(`template ${name} ready (snapshot baked in ${Date.now() - started} ms)`);
     return rec;
   }
 
   /** Boots a sandbox from a root filesystem, waits for its agent, warms it up and checkpoints it. */
-  private async bake(rootfs: string, guest: GuestBundle, cpu: number, memoryMb: number, imageDir: string): Promise<string> {
+  private async bake(
+    rootfs: string,
+    guest: GuestBundle,
+    cpu: number,
+    memoryMb: number,
+    imageDir: string,
+  ): Promise<string> {
     const id = `bake-${randomBytes(6).toString('hex')}`;
     const workDir = join(this.config.sandboxesDir, id);
     const channelDir = join(workDir, 'chan');
     await mkdir(channelDir, { recursive: true });
-    const channel = new GuestChannel(join(channelDir, 'agent.sock'), () => ({ sandbox_id: id, env: {} }));
-    const spec: SandboxSpec = { id, rootfs, guestDir: guest.dir, channelDir, workDir, cpu, memoryMb, hostname: 'warren', env: {} };
+    const channel = new GuestChannel(join(channelDir, 'agent.sock'), () => ({
+      sandbox_id: id,
+      env: {},
+    }));
+    const spec: SandboxSpec = {
+      id,
+      rootfs,
+      guestDir: guest.dir,
+      channelDir,
+      workDir,
+      cpu,
+      memoryMb,
+      hostname: 'warren',
+      env: {},
+    };
     try {
       await channel.listen();
       await this.driver.boot(spec);
       await channel.waitReady(60_000);
       // Warm the paths every create uses first, so restored copies start warm.
       for (let i = 0; i < 3; i++) {
-        await channel.json({ method: 'POST', path: GUEST_PATHS.processes, json: { cmd: 'true', args: [], background: true } });
+        await channel.json({
+          method: 'POST',
+          path: GUEST_PATHS.processes,
+          json: { cmd: 'true', args: [], background: true },
+        });
         await channel.json({ method: 'GET', path: GUEST_PATHS.filesStat, query: { path: '/' } });
       }
       await channel.closeListener();
@@ -138,7 +175,8 @@ export class HostAgent {
   async createSandbox(req: CreateOnHost): Promise<void> {
     const template = await this.templates.get(req.template);
     const guest = await this.guestBundle();
-    if (this.sandboxes.has(req.id)) throw new WarrenError('INTERNAL', `sandbox ${req.id} already exists on this host`);
+    if (this.sandboxes.has(req.id))
+      throw new WarrenError('INTERNAL', `sandbox ${req.id} already exists on this host`);
     if (this.reservedMb + req.memoryMb > this.config.memoryBudgetMb) {
       throw new WarrenError(
         'INSUFFICIENT_CAPACITY',
@@ -154,7 +192,10 @@ export class HostAgent {
       const channelDir = join(workDir, 'chan');
       await mkdir(channelDir, { recursive: true });
       undo.push(() => rm(workDir, { recursive: true, force: true }));
-      const channel = new GuestChannel(join(channelDir, 'agent.sock'), (): GuestHello => ({ sandbox_id: req.id, env: req.env }));
+      const channel = new GuestChannel(join(channelDir, 'agent.sock'), (): GuestHello => ({
+        sandbox_id: req.id,
+        env: req.env,
+      }));
       await channel.listen();
       undo.push(() => channel.close());
       const spec: SandboxSpec = {
@@ -180,7 +221,11 @@ export class HostAgent {
 
   channel(id: string): GuestChannel {
     const sbx = this.sandboxes.get(id);
-    if (!sbx) throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${id} is not running on host ${this.id}`);
+    if (!sbx)
+      throw new WarrenError(
+        'SANDBOX_NOT_RUNNING',
+        `sandbox ${id} is not running on host ${this.id}`,
+      );
     return sbx.channel;
   }
 
@@ -232,7 +277,10 @@ export class HostAgent {
       }
       running.delete(sbx.id);
       const workDir = join(this.config.sandboxesDir, sbx.id);
-      const channel = new GuestChannel(join(workDir, 'chan', 'agent.sock'), () => ({ sandbox_id: sbx.id, env: sbx.env }));
+      const channel = new GuestChannel(join(workDir, 'chan', 'agent.sock'), () => ({
+        sandbox_id: sbx.id,
+        env: sbx.env,
+      }));
       await mkdir(join(workDir, 'chan'), { recursive: true });
       await channel.listen();
       this.sandboxes.set(sbx.id, { id: sbx.id, memoryMb: sbx.memoryMb, channel, workDir });

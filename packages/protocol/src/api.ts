@@ -7,13 +7,26 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
 const Strict = { additionalProperties: false } as const;
 
-export const Labels = Type.Record(Type.String({ minLength: 1, maxLength: 63 }), Type.String({ maxLength: 256 }), {
-  description: 'Free-form string labels; list sandboxes by them with `metadata.<key>=<value>`.',
-});
-export const EnvVars = Type.Record(Type.String({ minLength: 1, maxLength: 256, pattern: '^[^=\\u0000]+$' }), Type.String({ maxLength: 32768 }));
+export const Labels = Type.Record(
+  Type.String({ minLength: 1, maxLength: 63 }),
+  Type.String({ maxLength: 256 }),
+  {
+    description: 'Free-form string labels; list sandboxes by them with `metadata.<key>=<value>`.',
+  },
+);
+export const EnvVars = Type.Record(
+  Type.String({ minLength: 1, maxLength: 256, pattern: '^[^=\\u0000]+$' }),
+  Type.String({ maxLength: 32768 }),
+);
 
 export const SandboxState = Type.Union(
-  [Type.Literal('creating'), Type.Literal('running'), Type.Literal('stopping'), Type.Literal('stopped'), Type.Literal('error')],
+  [
+    Type.Literal('creating'),
+    Type.Literal('running'),
+    Type.Literal('stopping'),
+    Type.Literal('stopped'),
+    Type.Literal('error'),
+  ],
   { description: 'Lifecycle state.' },
 );
 export type SandboxState = Static<typeof SandboxState>;
@@ -26,10 +39,26 @@ export const CreateSandboxRequest = Type.Object(
     metadata: Type.Optional(Labels),
     env: Type.Optional(EnvVars),
     ttl_seconds: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600, description: 'Destroyed after this long without API activity. Default 3600.' }),
+      Type.Integer({
+        minimum: 1,
+        maximum: 7 * 24 * 3600,
+        description: 'Destroyed after this long without API activity. Default 3600.',
+      }),
     ),
-    cpu: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 64, description: 'vCPUs; within the template limits.' })),
-    memory_mb: Type.Optional(Type.Integer({ minimum: 1, maximum: 1024 * 1024, description: 'Memory limit; within the template limits.' })),
+    cpu: Type.Optional(
+      Type.Number({
+        exclusiveMinimum: 0,
+        maximum: 64,
+        description: 'vCPUs; within the template limits.',
+      }),
+    ),
+    memory_mb: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1024 * 1024,
+        description: 'Memory limit; within the template limits.',
+      }),
+    ),
   },
   Strict,
 );
@@ -52,7 +81,9 @@ export const Sandbox = Type.Object({
   cpu: Type.Number(),
   memory_mb: Type.Integer(),
   metadata: Labels,
-  env_keys: Type.Array(Type.String(), { description: 'Names of the sandbox-wide env vars (values are never returned).' }),
+  env_keys: Type.Array(Type.String(), {
+    description: 'Names of the sandbox-wide env vars (values are never returned).',
+  }),
   ttl_seconds: Type.Integer(),
   host_id: Type.String(),
   created_at: Type.String({ format: 'date-time' }),
@@ -69,9 +100,13 @@ export const ListSandboxesQuery = Type.Object(
     limit: Type.Integer({ minimum: 1, maximum: 500, default: 50 }),
     cursor: Type.Optional(Type.String({ maxLength: 200 })),
   },
-  { additionalProperties: false, patternProperties: { '^metadata\\..+$': Type.String({ maxLength: 256 }) } },
+  {
+    additionalProperties: false,
+    patternProperties: { '^metadata\\..+$': Type.String({ maxLength: 256 }) },
+  },
 );
-export type ListSandboxesQuery = Static<typeof ListSandboxesQuery> & Record<`metadata.${string}`, string>;
+export type ListSandboxesQuery = Static<typeof ListSandboxesQuery> &
+  Record<`metadata.${string}`, string>;
 
 export const SandboxList = Type.Object({
   items: Type.Array(Sandbox),
@@ -85,13 +120,32 @@ export const DeleteResult = Type.Object({ id: Type.String(), deleted: Type.Boole
 
 export const ExecRequest = Type.Object(
   {
-    cmd: Type.String({ minLength: 1, maxLength: 4096, description: 'Program to run, looked up on PATH. No shell is involved.' }),
+    cmd: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      description: 'Program to run, looked up on PATH. No shell is involved.',
+    }),
     args: Type.Array(Type.String({ maxLength: 131072 }), { default: [], maxItems: 4096 }),
     env: Type.Optional(EnvVars),
     cwd: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
-    stdin: Type.Optional(Type.String({ maxLength: 16 * 1024 * 1024, description: 'Written to the process stdin, then closed.' })),
-    timeout: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 86400, description: 'Seconds; the process group is killed after it.' })),
-    background: Type.Optional(Type.Boolean({ description: 'Start and return at once with the process; reattach with /processes.' })),
+    stdin: Type.Optional(
+      Type.String({
+        maxLength: 16 * 1024 * 1024,
+        description: 'Written to the process stdin, then closed.',
+      }),
+    ),
+    timeout: Type.Optional(
+      Type.Number({
+        exclusiveMinimum: 0,
+        maximum: 86400,
+        description: 'Seconds; the process group is killed after it.',
+      }),
+    ),
+    background: Type.Optional(
+      Type.Boolean({
+        description: 'Start and return at once with the process; reattach with /processes.',
+      }),
+    ),
   },
   Strict,
 );
@@ -99,7 +153,9 @@ export type ExecRequest = Static<typeof ExecRequest>;
 
 export const ExecResult = Type.Object({
   pid: Type.Integer(),
-  exit_code: Type.Integer({ description: '127 when the program is not found; 128+N when killed by signal N.' }),
+  exit_code: Type.Integer({
+    description: '127 when the program is not found; 128+N when killed by signal N.',
+  }),
   signal: Type.Union([Type.String(), Type.Null()]),
   stdout: Type.String(),
   stderr: Type.String(),
@@ -134,23 +190,46 @@ export const ProcessInfo = Type.Object({
   timed_out: Type.Boolean(),
   started_at: Type.String({ format: 'date-time' }),
   ended_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  output_truncated: Type.Boolean({ description: 'True once old output was dropped from the replay buffer.' }),
+  output_truncated: Type.Boolean({
+    description: 'True once old output was dropped from the replay buffer.',
+  }),
 });
 export type ProcessInfo = Static<typeof ProcessInfo>;
 
 export const ProcessList = Type.Object({ items: Type.Array(ProcessInfo) });
 
-export const PidParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }), pid: Type.Integer({ minimum: 1 }) }, Strict);
+export const PidParams = Type.Object(
+  { id: Type.String({ minLength: 1, maxLength: 64 }), pid: Type.Integer({ minimum: 1 }) },
+  Strict,
+);
 
 export const StdinRequest = Type.Object(
-  { data: Type.String({ default: '', maxLength: 16 * 1024 * 1024 }), eof: Type.Optional(Type.Boolean()) },
+  {
+    data: Type.String({ default: '', maxLength: 16 * 1024 * 1024 }),
+    eof: Type.Optional(Type.Boolean()),
+  },
   Strict,
 );
 export type StdinRequest = Static<typeof StdinRequest>;
 
-export const SIGNALS = ['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGSTOP', 'SIGCONT'] as const;
+export const SIGNALS = [
+  'SIGTERM',
+  'SIGKILL',
+  'SIGINT',
+  'SIGHUP',
+  'SIGQUIT',
+  'SIGUSR1',
+  'SIGUSR2',
+  'SIGSTOP',
+  'SIGCONT',
+] as const;
 export const SignalRequest = Type.Object(
-  { signal: Type.Union(SIGNALS.map((s) => Type.Literal(s)), { default: 'SIGTERM' }) },
+  {
+    signal: Type.Union(
+      SIGNALS.map((s) => Type.Literal(s)),
+      { default: 'SIGTERM' },
+    ),
+  },
   Strict,
 );
 export type SignalRequest = Static<typeof SignalRequest>;
@@ -159,17 +238,31 @@ export const OutputQuery = Type.Object({ follow: Type.Boolean({ default: true })
 
 // ---- files ----
 
-export const PathQuery = Type.Object({ path: Type.String({ minLength: 1, maxLength: 4096 }) }, Strict);
+export const PathQuery = Type.Object(
+  { path: Type.String({ minLength: 1, maxLength: 4096 }) },
+  Strict,
+);
 export const RemoveQuery = Type.Object(
-  { path: Type.String({ minLength: 1, maxLength: 4096 }), recursive: Type.Boolean({ default: false }) },
+  {
+    path: Type.String({ minLength: 1, maxLength: 4096 }),
+    recursive: Type.Boolean({ default: false }),
+  },
   Strict,
 );
 export const WriteQuery = Type.Object(
-  { path: Type.String({ minLength: 1, maxLength: 4096 }), mode: Type.Optional(Type.String({ pattern: '^[0-7]{3,4}$' })) },
+  {
+    path: Type.String({ minLength: 1, maxLength: 4096 }),
+    mode: Type.Optional(Type.String({ pattern: '^[0-7]{3,4}$' })),
+  },
   Strict,
 );
 
-export const FileType = Type.Union([Type.Literal('file'), Type.Literal('dir'), Type.Literal('symlink'), Type.Literal('other')]);
+export const FileType = Type.Union([
+  Type.Literal('file'),
+  Type.Literal('dir'),
+  Type.Literal('symlink'),
+  Type.Literal('other'),
+]);
 export const FileInfo = Type.Object({
   name: Type.String(),
   path: Type.String(),
@@ -187,12 +280,18 @@ export const WriteResult = Type.Object({ path: Type.String(), size: Type.Integer
 export type WriteResult = Static<typeof WriteResult>;
 
 export const MkdirRequest = Type.Object(
-  { path: Type.String({ minLength: 1, maxLength: 4096 }), parents: Type.Boolean({ default: true }) },
+  {
+    path: Type.String({ minLength: 1, maxLength: 4096 }),
+    parents: Type.Boolean({ default: true }),
+  },
   Strict,
 );
 export type MkdirRequest = Static<typeof MkdirRequest>;
 export const RenameRequest = Type.Object(
-  { from: Type.String({ minLength: 1, maxLength: 4096 }), to: Type.String({ minLength: 1, maxLength: 4096 }) },
+  {
+    from: Type.String({ minLength: 1, maxLength: 4096 }),
+    to: Type.String({ minLength: 1, maxLength: 4096 }),
+  },
   Strict,
 );
 export type RenameRequest = Static<typeof RenameRequest>;
@@ -213,7 +312,10 @@ export const Template = Type.Object({
 });
 export type Template = Static<typeof Template>;
 export const TemplateList = Type.Object({ items: Type.Array(Template) });
-export const NameParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }) }, Strict);
+export const NameParams = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 64 }) },
+  Strict,
+);
 
 export const Health = Type.Object({
   status: Type.Literal('ok'),

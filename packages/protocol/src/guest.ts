@@ -25,7 +25,10 @@ export const GUEST_DATA_SOCKET = 'data.sock';
 export const DATA_TOKEN_BYTES = 32;
 
 /** HTTP/2 settings of the channel, both ends: big flow-control windows and frames. */
-export const CHANNEL_SETTINGS = { initialWindowSize: 16 * 1024 * 1024, maxFrameSize: 1024 * 1024 - 1 };
+export const CHANNEL_SETTINGS = {
+  initialWindowSize: 16 * 1024 * 1024,
+  maxFrameSize: 1024 * 1024 - 1,
+};
 /** Connection-level window (HTTP/2 keeps it separate from the per-stream one). */
 export const CHANNEL_WINDOW = 64 * 1024 * 1024;
 

@@ -37,7 +37,8 @@ async function readJsonBody(payload: Readable, limit: number): Promise<unknown> 
   let size = 0;
   for await (const chunk of payload) {
     size += (chunk as Buffer).length;
-    if (size > limit) throw new WarrenError('PAYLOAD_TOO_LARGE', `request body exceeds ${limit} bytes`);
+    if (size > limit)
+      throw new WarrenError('PAYLOAD_TOO_LARGE', `request body exceeds ${limit} bytes`);
     chunks.push(chunk as Buffer);
   }
   const text = Buffer.concat(chunks).toString('utf8');
@@ -55,7 +56,14 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
     bodyLimit: 32 * 1024 * 1024,
     genReqId: () => newId('request'),
     requestIdHeader: false,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
+    ajv: {
+      customOptions: {
+        removeAdditional: false,
+        coerceTypes: 'array',
+        useDefaults: true,
+        allErrors: false,
+      },
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   await app.register(swagger, {
@@ -64,7 +72,8 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
       info: {
         title: 'Warren API',
         version: ctx.version,
-        description: 'Sandboxes for AI agents on gVisor, driven over REST. Every route but /v1/health needs `Authorization: Bearer <token>`.',
+        description:
+          'Sandboxes for AI agents on gVisor, driven over REST. Every route but /v1/health needs `Authorization: Bearer <token>`.',
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
@@ -81,7 +90,8 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   app.addContentTypeParser('*', (request, payload, done) => {
     const config = request.routeOptions.config as { rawBody?: boolean } | undefined;
     if (config?.rawBody) return done(null, payload);
-    if (!/^application\/(?:[\w.+-]+\+)?json\b/i.test(request.headers['content-type'] ?? '')) return done(null, payload);
+    if (!/^application\/(?:[\w.+-]+\+)?json\b/i.test(request.headers['content-type'] ?? ''))
+      return done(null, payload);
     readJsonBody(payload, request.routeOptions.bodyLimit ?? 32 * 1024 * 1024).then(
       (body) => done(null, body),
       (err: Error) => done(err, undefined),
@@ -100,7 +110,10 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
     // A POST without a body means "all defaults".
     if (schema?.body && request.body === undefined) request.body = {};
     if (schema?.body && request.body instanceof Readable) {
-      throw new WarrenError('UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON with Content-Type: application/json');
+      throw new WarrenError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        'send the body as JSON with Content-Type: application/json',
+      );
     }
   });
 
@@ -108,7 +121,8 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   app.addHook('onResponse', async (request, reply) => {
     if (!STATE_CHANGING.has(request.method)) return;
     const params = request.params as { id?: string } | undefined;
-    const resource = request.auditResource ?? (params?.id ? { type: 'sandbox', id: params.id } : null);
+    const resource =
+      request.auditResource ?? (params?.id ? { type: 'sandbox', id: params.id } : null);
     await ctx.store
       .audit({
         at: new Date().toISOString(),
@@ -129,7 +143,10 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
     errorHandler(err, request, reply);
   });
   app.setNotFoundHandler((request, reply) => {
-    const e = new WarrenError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`);
+    const e = new WarrenError(
+      'NOT_FOUND',
+      `no route ${request.method} ${request.url.split('?')[0]}`,
+    );
     void reply.status(404).send(e.toBody(request.id));
   });
 

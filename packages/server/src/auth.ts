@@ -27,14 +27,23 @@ export async function ensureAdminToken(store: Store, tokenFile: string): Promise
     if (await store.findToken(hashToken(token))) return token;
   }
   const token = newApiToken();
-  await store.insertToken({ id: newId('token'), orgId: DEFAULT_ORG, name: 'admin', hash: hashToken(token) });
+  await store.insertToken({
+    id: newId('token'),
+    orgId: DEFAULT_ORG,
+    name: 'admin',
+    hash: hashToken(token),
+  });
   writeFileSync(tokenFile, token + '\n', { mode: 0o600 });
   return token;
 }
 
 export async function authenticate(store: Store, header: string | undefined): Promise<Principal> {
   const match = /^Bearer\s+(\S+)$/i.exec(header ?? '');
-  if (!match?.[1]) throw new WarrenError('UNAUTHORIZED', 'missing bearer token: send Authorization: Bearer <token>');
+  if (!match?.[1])
+    throw new WarrenError(
+      'UNAUTHORIZED',
+      'missing bearer token: send Authorization: Bearer <token>',
+    );
   const found = await store.findToken(hashToken(match[1]));
   if (!found) throw new WarrenError('UNAUTHORIZED', 'invalid or revoked token');
   return { tokenId: found.id, orgId: found.org_id };

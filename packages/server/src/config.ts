@@ -42,7 +42,10 @@ export function defaultMemoryBudgetMb(): number {
   return Math.floor((totalmem() / 1024 / 1024) * 0.75);
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<Config> = {},
+): Config {
   const home = overrides.home ?? env.WARREN_HOME ?? join(env.HOME ?? '/root', '.warren');
   const bundledRunsc = join(REPO_ROOT, '.state/bin/runsc');
   const config: Config = {

@@ -15,19 +15,30 @@ export function toWarrenError(err: FastifyError | Error): WarrenError {
   const fe = err as FastifyError;
   if (fe.validation) {
     const where = fe.validationContext ?? 'request';
-    const details = fe.validation.map((v) => ({ path: v.instancePath || '/', message: v.message, params: v.params }));
+    const details = fe.validation.map((v) => ({
+      path: v.instancePath || '/',
+      message: v.message,
+      params: v.params,
+    }));
     const first = fe.validation[0];
     const what = first ? `${where}${first.instancePath} ${first.message}` : `invalid ${where}`;
     return new WarrenError('INVALID_REQUEST', what, details);
   }
-  if (fe.code && FASTIFY_CODES[fe.code]) return new WarrenError(FASTIFY_CODES[fe.code]!, fe.message);
-  if (err instanceof SyntaxError || fe.statusCode === 400) return new WarrenError('INVALID_JSON', 'request body is not valid JSON');
+  if (fe.code && FASTIFY_CODES[fe.code])
+    return new WarrenError(FASTIFY_CODES[fe.code]!, fe.message);
+  if (err instanceof SyntaxError || fe.statusCode === 400)
+    return new WarrenError('INVALID_JSON', 'request body is not valid JSON');
   return new WarrenError('INTERNAL', 'internal error');
 }
 
-export function errorHandler(err: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
+export function errorHandler(
+  err: FastifyError | Error,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
   const e = toWarrenError(err);
-  if (e.code === 'INTERNAL' || e.code === 'RUNTIME_ERROR') request.log.error({ err }, 'request failed');
+  if (e.code === 'INTERNAL' || e.code === 'RUNTIME_ERROR')
+    request.log.error({ err }, 'request failed');
   else request.log.info({ code: e.code }, e.message);
   void reply.status(e.status).send(e.toBody(request.id));
 }

@@ -46,7 +46,12 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const config = loadConfig(process.env, overrides);
   const progress = onProgress ?? ((line: string) => console.log(`[warren] ${line}`));
   checkHome(config.home);
-  for (const dir of [config.home, join(config.home, 'sandboxes'), join(config.home, 'runsc'), config.templatesDir]) {
+  for (const dir of [
+    config.home,
+    join(config.home, 'sandboxes'),
+    join(config.home, 'runsc'),
+    config.templatesDir,
+  ]) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
@@ -54,7 +59,10 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const tokenFile = join(config.home, 'admin-token');
   const adminToken = await ensureAdminToken(store, tokenFile);
 
-  const driver = createDriver(config.driver, { runsc: config.runsc, stateDir: join(config.home, 'runsc') });
+  const driver = createDriver(config.driver, {
+    runsc: config.runsc,
+    stateDir: join(config.home, 'runsc'),
+  });
   const runtimeVersion = await driver.version();
   const host = new HostAgent(
     {
@@ -72,9 +80,23 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const sandboxes = new SandboxService(store, host, config);
   await sandboxes.reconcile();
 
-  const context: AppContext = { config, store, host, sandboxes, runtimeVersion, version: VERSION, startedAt: Date.now() };
+  const context: AppContext = {
+    config,
+    store,
+    host,
+    sandboxes,
+    runtimeVersion,
+    version: VERSION,
+    startedAt: Date.now(),
+  };
   const app = await buildApp(context, logger ?? { level: config.logLevel });
-  const sweeper = new Sweeper(sandboxes, store, config.sweepIntervalMs, config.stoppedRetentionSeconds, app.log);
+  const sweeper = new Sweeper(
+    sandboxes,
+    store,
+    config.sweepIntervalMs,
+    config.stoppedRetentionSeconds,
+    app.log,
+  );
   const address = await app.listen({ host: config.host, port: config.port });
   const port = new URL(address).port;
   const shownHost = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
@@ -96,7 +118,8 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
       await app.close();
       if (config.destroyOnClose) {
         const running = await store.sandboxesOnHost(host.id, ['creating', 'running', 'stopping']);
-        for (const row of running) await sandboxes.destroy(row.org_id, row.id, 'platform shut down').catch(() => undefined);
+        for (const row of running)
+          await sandboxes.destroy(row.org_id, row.id, 'platform shut down').catch(() => undefined);
       }
       await host.close({ destroy: config.destroyOnClose });
       await store.close();

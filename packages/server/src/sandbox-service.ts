@@ -2,7 +2,13 @@
  * Control-plane logic of sandboxes: validation against templates, records
  * and state changes in the store, placement on the host agent, TTL.
  */
-import { WarrenError, newId, type CreateSandboxRequest, type Sandbox, type SandboxState } from '@warren/protocol';
+import {
+  WarrenError,
+  newId,
+  type CreateSandboxRequest,
+  type Sandbox,
+  type SandboxState,
+} from '@warren/protocol';
 import type { GuestChannel, HostAgent } from '@warren/host-agent';
 import type { Config } from './config';
 import type { SandboxRow, Store } from './store/store';
@@ -94,19 +100,28 @@ export class SandboxService {
   /** Resolves a running sandbox for an operation on it and counts that as activity (TTL). */
   async use(orgId: string, id: string): Promise<GuestChannel> {
     const row = await this.row(orgId, id);
-    if (row.state !== 'running') throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${id} is ${row.state}`);
+    if (row.state !== 'running')
+      throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${id} is ${row.state}`);
     await this.touch(row);
     return this.host.channel(id);
   }
 
   private async touch(row: SandboxRow): Promise<void> {
     const now = new Date();
-    await this.store.updateSandbox(row.id, { last_activity_at: now.toISOString(), expires_at: later(now, row.ttl_seconds) });
+    await this.store.updateSandbox(row.id, {
+      last_activity_at: now.toISOString(),
+      expires_at: later(now, row.ttl_seconds),
+    });
   }
 
-  async update(orgId: string, id: string, patch: { metadata?: Record<string, string>; ttl_seconds?: number }): Promise<Sandbox> {
+  async update(
+    orgId: string,
+    id: string,
+    patch: { metadata?: Record<string, string>; ttl_seconds?: number },
+  ): Promise<Sandbox> {
     const row = await this.row(orgId, id);
-    if (row.state === 'stopped') throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${id} is stopped`);
+    if (row.state === 'stopped')
+      throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${id} is stopped`);
     const now = new Date();
     const ttl = patch.ttl_seconds ?? row.ttl_seconds;
     await this.store.updateSandbox(id, {
@@ -129,7 +144,10 @@ export class SandboxService {
   private async stop(row: SandboxRow, reason: string): Promise<void> {
     await this.store.setState(row.id, 'stopping', reason);
     await this.host.destroySandbox(row.id);
-    await this.store.setState(row.id, 'stopped', reason, { stopped_at: new Date().toISOString(), stop_reason: reason });
+    await this.store.setState(row.id, 'stopped', reason, {
+      stopped_at: new Date().toISOString(),
+      stop_reason: reason,
+    });
   }
 
   /** Destroys running sandboxes whose TTL has passed; returns their ids. */
@@ -141,16 +159,29 @@ export class SandboxService {
 
   /** After a restart: reattach to running sandboxes, mark the ones that are gone. */
   async reconcile(): Promise<void> {
-    const rows = await this.store.sandboxesOnHost(this.host.id, ['creating', 'running', 'stopping']);
+    const rows = await this.store.sandboxesOnHost(this.host.id, [
+      'creating',
+      'running',
+      'stopping',
+    ]);
     const running = rows.filter((r) => r.state === 'running');
     const lost = new Set(
-      await this.host.reconcile(running.map((r) => ({ id: r.id, memoryMb: r.memory_mb, env: JSON.parse(r.env) as Record<string, string> }))),
+      await this.host.reconcile(
+        running.map((r) => ({
+          id: r.id,
+          memoryMb: r.memory_mb,
+          env: JSON.parse(r.env) as Record<string, string>,
+        })),
+      ),
     );
     for (const row of rows) {
       if (row.state === 'running' && !lost.has(row.id)) continue;
       const reason = row.state === 'running' ? 'lost' : `interrupted while ${row.state}`;
       await this.host.destroySandbox(row.id);
-      await this.store.setState(row.id, 'stopped', reason, { stopped_at: new Date().toISOString(), stop_reason: reason });
+      await this.store.setState(row.id, 'stopped', reason, {
+        stopped_at: new Date().toISOString(),
+        stop_reason: reason,
+      });
     }
   }
 }

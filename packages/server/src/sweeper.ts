@@ -26,7 +26,9 @@ export class Sweeper {
       try {
         const reaped = await this.sandboxes.reapExpired();
         for (const id of reaped) this.log.info({ sandbox: id }, 'sandbox TTL expired; destroyed');
-        await this.store.purgeStopped(new Date(Date.now() - this.retentionSeconds * 1000).toISOString());
+        await this.store.purgeStopped(
+          new Date(Date.now() - this.retentionSeconds * 1000).toISOString(),
+        );
       } catch (err) {
         this.log.error({ err }, 'sweep failed');
       } finally {

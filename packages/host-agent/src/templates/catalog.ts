@@ -78,7 +78,9 @@ export class TemplateCatalog {
 
   async read(name: string): Promise<TemplateRecord | null> {
     try {
-      return JSON.parse(await readFile(join(this.dir(name), 'template.json'), 'utf8')) as TemplateRecord;
+      return JSON.parse(
+        await readFile(join(this.dir(name), 'template.json'), 'utf8'),
+      ) as TemplateRecord;
     } catch {
       return null;
     }
@@ -86,8 +88,13 @@ export class TemplateCatalog {
 
   async get(name: string): Promise<TemplateRecord> {
     const rec = await this.read(name);
-    if (!rec) throw new WarrenError('TEMPLATE_NOT_FOUND', `template ${JSON.stringify(name)} does not exist`);
-    if (rec.state !== 'ready') throw new WarrenError('TEMPLATE_NOT_READY', `template ${name} is ${rec.state}`);
+    if (!rec)
+      throw new WarrenError(
+        'TEMPLATE_NOT_FOUND',
+        `template ${JSON.stringify(name)} does not exist`,
+      );
+    if (rec.state !== 'ready')
+      throw new WarrenError('TEMPLATE_NOT_READY', `template ${name} is ${rec.state}`);
     return rec;
   }
 
@@ -96,7 +103,11 @@ export class TemplateCatalog {
     const rootfs = join(this.dir(recipe.name), 'rootfs');
     if (existsSync(join(rootfs, 'usr/bin'))) return rootfs;
     progress(`building root filesystem of template ${recipe.name} (debootstrap ${recipe.suite})`);
-    await debootstrap(rootfs, { suite: recipe.suite, packages: recipe.packages, mirror: this.mirror }, progress);
+    await debootstrap(
+      rootfs,
+      { suite: recipe.suite, packages: recipe.packages, mirror: this.mirror },
+      progress,
+    );
     return rootfs;
   }
 

@@ -14,11 +14,21 @@ export interface DebootstrapOptions {
 }
 
 /** Builds a minimal Debian root into `target` (atomically: a half-built tree never has that name). */
-export async function debootstrap(target: string, opts: DebootstrapOptions, progress: Progress): Promise<void> {
+export async function debootstrap(
+  target: string,
+  opts: DebootstrapOptions,
+  progress: Progress,
+): Promise<void> {
   const tmp = `${target}.tmp`;
   await rm(tmp, { recursive: true, force: true });
   await mkdir(tmp, { recursive: true });
-  const args = ['--variant=minbase', `--include=${opts.packages.join(',')}`, opts.suite, tmp, opts.mirror];
+  const args = [
+    '--variant=minbase',
+    `--include=${opts.packages.join(',')}`,
+    opts.suite,
+    tmp,
+    opts.mirror,
+  ];
   await new Promise<void>((resolve, reject) => {
     const child = spawn('debootstrap', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let lastLines = '';
@@ -31,9 +41,15 @@ export async function debootstrap(target: string, opts: DebootstrapOptions, prog
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
-    child.once('error', (err) => reject(new WarrenError('RUNTIME_ERROR', `cannot run debootstrap: ${err.message}`)));
+    child.once('error', (err) =>
+      reject(new WarrenError('RUNTIME_ERROR', `cannot run debootstrap: ${err.message}`)),
+    );
     child.once('close', (code) =>
-      code === 0 ? resolve() : reject(new WarrenError('RUNTIME_ERROR', `debootstrap failed (exit ${code}):${lastLines}`)),
+      code === 0
+        ? resolve()
+        : reject(
+            new WarrenError('RUNTIME_ERROR', `debootstrap failed (exit ${code}):${lastLines}`),
+          ),
     );
   });
   // Mount points of the guest agent and its channel; the root is mounted read-only.

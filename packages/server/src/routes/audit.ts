@@ -25,10 +25,15 @@ export const auditRoutes =
         schema: {
           tags: ['system'],
           summary: 'Recent audit events of your organisation, newest first',
-          querystring: Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }) }, { additionalProperties: false }),
+          querystring: Type.Object(
+            { limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }) },
+            { additionalProperties: false },
+          ),
           response: { 200: Type.Object({ items: Type.Array(AuditEvent) }) },
         },
       },
-      async (req) => ({ items: await ctx.store.auditEvents(req.principal!.orgId, req.query.limit) }),
+      async (req) => ({
+        items: await ctx.store.auditEvents(req.principal!.orgId, req.query.limit),
+      }),
     );
   };

@@ -24,7 +24,14 @@ import type { AppContext } from '../context';
 import { execEvents } from '../ndjson';
 
 const NoContent = Type.Null({ description: 'No content' });
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 500: ErrorResponse, 502: ErrorResponse };
+const errors = {
+  400: ErrorResponse,
+  401: ErrorResponse,
+  404: ErrorResponse,
+  409: ErrorResponse,
+  500: ErrorResponse,
+  502: ErrorResponse,
+};
 
 function toGuest(body: ExecRequestT, background: boolean): GuestProcessStart {
   return {
@@ -44,7 +51,12 @@ async function checked(res: GuestResponse): Promise<GuestResponse> {
 }
 
 /** Relays a guest event stream to the client; if the client leaves early, the process is killed. */
-function relay(reply: FastifyReply, channel: GuestChannel, res: GuestResponse, killOnAbort: boolean): FastifyReply {
+function relay(
+  reply: FastifyReply,
+  channel: GuestChannel,
+  res: GuestResponse,
+  killOnAbort: boolean,
+): FastifyReply {
   const out = new PassThrough();
   let pid = 0;
   let exited = false;
@@ -56,17 +68,32 @@ function relay(reply: FastifyReply, channel: GuestChannel, res: GuestResponse, k
         out.write(JSON.stringify(event) + '\n');
       }
     } catch {
-      out.write(JSON.stringify({ type: 'error', code: 'GUEST_UNAVAILABLE', message: 'sandbox agent stream broke' }) + '\n');
+      out.write(
+        JSON.stringify({
+          type: 'error',
+          code: 'GUEST_UNAVAILABLE',
+          message: 'sandbox agent stream broke',
+        }) + '\n',
+      );
     }
     out.end();
   })();
   reply.raw.on('close', () => {
     if (!exited && killOnAbort && pid) {
-      void channel.json({ method: 'POST', path: `${GUEST_PATHS.processes}/${pid}/signal`, json: { signal: 'SIGKILL' } }).catch(() => undefined);
+      void channel
+        .json({
+          method: 'POST',
+          path: `${GUEST_PATHS.processes}/${pid}/signal`,
+          json: { signal: 'SIGKILL' },
+        })
+        .catch(() => undefined);
     }
     res.body.destroy();
   });
-  return reply.header('content-type', 'application/x-ndjson').header('cache-control', 'no-store').send(out);
+  return reply
+    .header('content-type', 'application/x-ndjson')
+    .header('cache-control', 'no-store')
+    .send(out);
 }
 
 export const execRoutes =
@@ -74,14 +101,17 @@ export const execRoutes =
   async (fastify) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
     const startProcess = (channel: GuestChannel, body: ExecRequestT, background: boolean) =>
-      channel.request({ method: 'POST', path: GUEST_PATHS.processes, json: toGuest(body, background) }).then(checked);
+      channel
+        .request({ method: 'POST', path: GUEST_PATHS.processes, json: toGuest(body, background) })
+        .then(checked);
 
     app.post(
       '/v1/sandboxes/:id/exec',
       {
         schema: {
           tags: ['exec'],
-          summary: 'Run a command and wait for its result (with background:true, start it and return at once)',
+          summary:
+            'Run a command and wait for its result (with background:true, start it and return at once)',
           params: IdParams,
           body: ExecRequest,
           response: { 200: ExecResult, 201: ProcessInfo, ...errors },
@@ -113,7 +143,10 @@ export const execRoutes =
             };
           }
         }
-        throw new WarrenError('GUEST_UNAVAILABLE', 'the sandbox agent ended the exec stream without an exit status');
+        throw new WarrenError(
+          'GUEST_UNAVAILABLE',
+          'the sandbox agent ended the exec stream without an exit status',
+        );
       },
     );
 
@@ -122,7 +155,8 @@ export const execRoutes =
       {
         schema: {
           tags: ['exec'],
-          summary: 'Run a command and stream its output as newline-delimited JSON events (start, stdout, stderr, exit)',
+          summary:
+            'Run a command and stream its output as newline-delimited JSON events (start, stdout, stderr, exit)',
           params: IdParams,
           body: ExecRequest,
           response: errors,
@@ -155,7 +189,14 @@ export const execRoutes =
 
     app.get(
       '/v1/sandboxes/:id/processes',
-      { schema: { tags: ['processes'], summary: 'List background processes', params: IdParams, response: { 200: ProcessList, ...errors } } },
+      {
+        schema: {
+          tags: ['processes'],
+          summary: 'List background processes',
+          params: IdParams,
+          response: { 200: ProcessList, ...errors },
+        },
+      },
       async (req) => {
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
         return channel.json({ path: GUEST_PATHS.processes });
@@ -164,7 +205,14 @@ export const execRoutes =
 
     app.get(
       '/v1/sandboxes/:id/processes/:pid',
-      { schema: { tags: ['processes'], summary: 'Get a background process', params: PidParams, response: { 200: ProcessInfo, ...errors } } },
+      {
+        schema: {
+          tags: ['processes'],
+          summary: 'Get a background process',
+          params: PidParams,
+          response: { 200: ProcessInfo, ...errors },
+        },
+      },
       async (req) => {
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
         return channel.json({ path: `${GUEST_PATHS.processes}/${req.params.pid}` });
@@ -176,7 +224,8 @@ export const execRoutes =
       {
         schema: {
           tags: ['processes'],
-          summary: 'Reattach: replay buffered output, then follow it live until exit (ndjson events)',
+          summary:
+            'Reattach: replay buffered output, then follow it live until exit (ndjson events)',
           params: PidParams,
           querystring: OutputQuery,
           response: errors,
@@ -185,7 +234,10 @@ export const execRoutes =
       async (req, reply) => {
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
         const res = await channel
-          .request({ path: `${GUEST_PATHS.processes}/${req.params.pid}/events`, query: { follow: req.query.follow ? '1' : '0' } })
+          .request({
+            path: `${GUEST_PATHS.processes}/${req.params.pid}/events`,
+            query: { follow: req.query.follow ? '1' : '0' },
+          })
           .then(checked);
         return relay(reply, channel, res, false);
       },
@@ -193,20 +245,44 @@ export const execRoutes =
 
     app.post(
       '/v1/sandboxes/:id/processes/:pid/stdin',
-      { schema: { tags: ['processes'], summary: 'Write to a background process stdin', params: PidParams, body: StdinRequest, response: { 204: NoContent, ...errors } } },
+      {
+        schema: {
+          tags: ['processes'],
+          summary: 'Write to a background process stdin',
+          params: PidParams,
+          body: StdinRequest,
+          response: { 204: NoContent, ...errors },
+        },
+      },
       async (req, reply) => {
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        await channel.json({ method: 'POST', path: `${GUEST_PATHS.processes}/${req.params.pid}/stdin`, json: req.body });
+        await channel.json({
+          method: 'POST',
+          path: `${GUEST_PATHS.processes}/${req.params.pid}/stdin`,
+          json: req.body,
+        });
         return reply.status(204).send(null);
       },
     );
 
     app.post(
       '/v1/sandboxes/:id/processes/:pid/signal',
-      { schema: { tags: ['processes'], summary: 'Send a signal to a process group', params: PidParams, body: SignalRequest, response: { 204: NoContent, ...errors } } },
+      {
+        schema: {
+          tags: ['processes'],
+          summary: 'Send a signal to a process group',
+          params: PidParams,
+          body: SignalRequest,
+          response: { 204: NoContent, ...errors },
+        },
+      },
       async (req, reply) => {
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        await channel.json({ method: 'POST', path: `${GUEST_PATHS.processes}/${req.params.pid}/signal`, json: req.body });
+        await channel.json({
+          method: 'POST',
+          path: `${GUEST_PATHS.processes}/${req.params.pid}/signal`,
+          json: req.body,
+        });
         return reply.status(204).send(null);
       },
     );

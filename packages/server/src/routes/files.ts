@@ -21,7 +21,14 @@ import type { AppContext } from '../context';
 
 const NoContent = Type.Null({ description: 'No content' });
 const Bytes = Type.String({ format: 'binary', description: 'The file content' });
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 500: ErrorResponse, 502: ErrorResponse };
+const errors = {
+  400: ErrorResponse,
+  401: ErrorResponse,
+  404: ErrorResponse,
+  409: ErrorResponse,
+  500: ErrorResponse,
+  502: ErrorResponse,
+};
 
 export const fileRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
@@ -44,7 +51,10 @@ export const fileRoutes =
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
         const { size, stream } = await channel.download(req.query.path);
         reply.raw.on('close', () => stream.destroy());
-        return reply.header('content-length', size).header('content-type', 'application/octet-stream').send(stream as never);
+        return reply
+          .header('content-length', size)
+          .header('content-type', 'application/octet-stream')
+          .send(stream as never);
       },
     );
 
@@ -65,7 +75,10 @@ export const fileRoutes =
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
         const body = req.body as Readable | undefined;
         if (!body || typeof (body as Readable).pipe !== 'function') {
-          throw new WarrenError('UNSUPPORTED_MEDIA_TYPE', 'send the file as a raw body, e.g. Content-Type: application/octet-stream');
+          throw new WarrenError(
+            'UNSUPPORTED_MEDIA_TYPE',
+            'send the file as a raw body, e.g. Content-Type: application/octet-stream',
+          );
         }
         const info = await channel.upload(req.query.path, body, req.query.mode);
         return { path: info.path, size: info.size };
@@ -74,7 +87,15 @@ export const fileRoutes =
 
     app.get(
       '/v1/sandboxes/:id/files/list',
-      { schema: { tags: ['files'], summary: 'List a directory', params: IdParams, querystring: PathQuery, response: { 200: FileList, ...errors } } },
+      {
+        schema: {
+          tags: ['files'],
+          summary: 'List a directory',
+          params: IdParams,
+          querystring: PathQuery,
+          response: { 200: FileList, ...errors },
+        },
+      },
       async (req) => {
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
         return channel.json({ path: GUEST_PATHS.filesList, query: { path: req.query.path } });
@@ -83,7 +104,15 @@ export const fileRoutes =
 
     app.get(
       '/v1/sandboxes/:id/files/stat',
-      { schema: { tags: ['files'], summary: 'Stat a path', params: IdParams, querystring: PathQuery, response: { 200: FileInfo, ...errors } } },
+      {
+        schema: {
+          tags: ['files'],
+          summary: 'Stat a path',
+          params: IdParams,
+          querystring: PathQuery,
+          response: { 200: FileInfo, ...errors },
+        },
+      },
       async (req) => {
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
         return channel.json({ path: GUEST_PATHS.filesStat, query: { path: req.query.path } });
@@ -92,7 +121,15 @@ export const fileRoutes =
 
     app.post(
       '/v1/sandboxes/:id/files/mkdir',
-      { schema: { tags: ['files'], summary: 'Make a directory', params: IdParams, body: MkdirRequest, response: { 200: FileInfo, ...errors } } },
+      {
+        schema: {
+          tags: ['files'],
+          summary: 'Make a directory',
+          params: IdParams,
+          body: MkdirRequest,
+          response: { 200: FileInfo, ...errors },
+        },
+      },
       async (req) => {
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
         return channel.json({ method: 'POST', path: GUEST_PATHS.filesMkdir, json: req.body });
@@ -101,7 +138,15 @@ export const fileRoutes =
 
     app.post(
       '/v1/sandboxes/:id/files/rename',
-      { schema: { tags: ['files'], summary: 'Rename or move a path', params: IdParams, body: RenameRequest, response: { 200: FileInfo, ...errors } } },
+      {
+        schema: {
+          tags: ['files'],
+          summary: 'Rename or move a path',
+          params: IdParams,
+          body: RenameRequest,
+          response: { 200: FileInfo, ...errors },
+        },
+      },
       async (req) => {
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
         return channel.json({ method: 'POST', path: GUEST_PATHS.filesRename, json: req.body });
@@ -110,10 +155,22 @@ export const fileRoutes =
 
     app.delete(
       '/v1/sandboxes/:id/files',
-      { schema: { tags: ['files'], summary: 'Remove a file or directory', params: IdParams, querystring: RemoveQuery, response: { 204: NoContent, ...errors } } },
+      {
+        schema: {
+          tags: ['files'],
+          summary: 'Remove a file or directory',
+          params: IdParams,
+          querystring: RemoveQuery,
+          response: { 204: NoContent, ...errors },
+        },
+      },
       async (req, reply) => {
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        await channel.json({ method: 'DELETE', path: GUEST_PATHS.files, query: { path: req.query.path, recursive: req.query.recursive ? '1' : '0' } });
+        await channel.json({
+          method: 'DELETE',
+          path: GUEST_PATHS.files,
+          query: { path: req.query.path, recursive: req.query.recursive ? '1' : '0' },
+        });
         return reply.status(204).send(null);
       },
     );

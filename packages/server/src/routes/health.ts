@@ -9,7 +9,14 @@ export const healthRoutes =
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
     app.get(
       '/v1/health',
-      { schema: { tags: ['system'], summary: 'Liveness and capacity; no token needed', security: [], response: { 200: Health, 500: ErrorResponse } } },
+      {
+        schema: {
+          tags: ['system'],
+          summary: 'Liveness and capacity; no token needed',
+          security: [],
+          response: { 200: Health, 500: ErrorResponse },
+        },
+      },
       async () => ({
         status: 'ok' as const,
         version: ctx.version,

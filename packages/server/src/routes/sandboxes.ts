@@ -13,7 +13,14 @@ import {
 import type { AppContext } from '../context';
 import { toApi } from '../sandbox-service';
 
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 500: ErrorResponse, 503: ErrorResponse };
+const errors = {
+  400: ErrorResponse,
+  401: ErrorResponse,
+  404: ErrorResponse,
+  409: ErrorResponse,
+  500: ErrorResponse,
+  503: ErrorResponse,
+};
 
 export const sandboxRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
@@ -42,7 +49,8 @@ export const sandboxRoutes =
       {
         schema: {
           tags: ['sandboxes'],
-          summary: 'List sandboxes; filter by state and by `metadata.<key>=<value>`; stopped ones only with state=stopped',
+          summary:
+            'List sandboxes; filter by state and by `metadata.<key>=<value>`; stopped ones only with state=stopped',
           querystring: ListSandboxesQuery,
           response: { 200: SandboxList, ...errors },
         },
@@ -50,7 +58,8 @@ export const sandboxRoutes =
       async (req) => {
         const q = req.query as Record<string, unknown>;
         const metadata: Record<string, string> = {};
-        for (const [k, v] of Object.entries(q)) if (k.startsWith('metadata.')) metadata[k.slice(9)] = String(v);
+        for (const [k, v] of Object.entries(q))
+          if (k.startsWith('metadata.')) metadata[k.slice(9)] = String(v);
         const { rows, nextCursor } = await ctx.store.listSandboxes({
           orgId: req.principal!.orgId,
           state: req.query.state,
@@ -64,7 +73,14 @@ export const sandboxRoutes =
 
     app.get(
       '/v1/sandboxes/:id',
-      { schema: { tags: ['sandboxes'], summary: 'Get a sandbox', params: IdParams, response: { 200: Sandbox, ...errors } } },
+      {
+        schema: {
+          tags: ['sandboxes'],
+          summary: 'Get a sandbox',
+          params: IdParams,
+          response: { 200: Sandbox, ...errors },
+        },
+      },
       async (req) => ctx.sandboxes.get(req.principal!.orgId, req.params.id),
     );
 
@@ -92,6 +108,9 @@ export const sandboxRoutes =
           response: { 200: DeleteResult, ...errors },
         },
       },
-      async (req) => ({ id: req.params.id, deleted: await ctx.sandboxes.destroy(req.principal!.orgId, req.params.id) }),
+      async (req) => ({
+        id: req.params.id,
+        deleted: await ctx.sandboxes.destroy(req.principal!.orgId, req.params.id),
+      }),
     );
   };

@@ -43,8 +43,16 @@ export const migrations: Record<string, Migration> = {
         .addColumn('stopped_at', 'text')
         .addColumn('stop_reason', 'text')
         .execute();
-      await db.schema.createIndex('sandboxes_org_created').on('sandboxes').columns(['org_id', 'created_at', 'id']).execute();
-      await db.schema.createIndex('sandboxes_state_expires').on('sandboxes').columns(['state', 'expires_at']).execute();
+      await db.schema
+        .createIndex('sandboxes_org_created')
+        .on('sandboxes')
+        .columns(['org_id', 'created_at', 'id'])
+        .execute();
+      await db.schema
+        .createIndex('sandboxes_state_expires')
+        .on('sandboxes')
+        .columns(['state', 'expires_at'])
+        .execute();
       await db.schema
         .createTable('sandbox_events')
         .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
@@ -54,7 +62,11 @@ export const migrations: Record<string, Migration> = {
         .addColumn('to_state', 'text', (c) => c.notNull())
         .addColumn('cause', 'text', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('sandbox_events_sandbox').on('sandbox_events').column('sandbox_id').execute();
+      await db.schema
+        .createIndex('sandbox_events_sandbox')
+        .on('sandbox_events')
+        .column('sandbox_id')
+        .execute();
       await db.schema
         .createTable('audit_events')
         .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
@@ -68,7 +80,11 @@ export const migrations: Record<string, Migration> = {
         .addColumn('error_code', 'text')
         .addColumn('request_id', 'text', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('audit_events_org_at').on('audit_events').columns(['org_id', 'at']).execute();
+      await db.schema
+        .createIndex('audit_events_org_at')
+        .on('audit_events')
+        .columns(['org_id', 'at'])
+        .execute();
     },
   },
 };

@@ -38,7 +38,10 @@ export class Store {
   }
 
   async migrate(): Promise<void> {
-    const migrator = new Migrator({ db: this.db, provider: { getMigrations: async () => migrations } });
+    const migrator = new Migrator({
+      db: this.db,
+      provider: { getMigrations: async () => migrations },
+    });
     const { error } = await migrator.migrateToLatest();
     if (error) throw error;
   }
@@ -60,7 +63,15 @@ export class Store {
   async insertToken(t: { id: string; orgId: string; name: string; hash: string }): Promise<void> {
     await this.db
       .insertInto('api_tokens')
-      .values({ id: t.id, org_id: t.orgId, name: t.name, token_hash: t.hash, created_at: new Date().toISOString(), last_used_at: null, revoked_at: null })
+      .values({
+        id: t.id,
+        org_id: t.orgId,
+        name: t.name,
+        token_hash: t.hash,
+        created_at: new Date().toISOString(),
+        last_used_at: null,
+        revoked_at: null,
+      })
       .execute();
   }
 
@@ -74,7 +85,10 @@ export class Store {
   }
 
   async countTokens(): Promise<number> {
-    const row = await this.db.selectFrom('api_tokens').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const row = await this.db
+      .selectFrom('api_tokens')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     return Number(row.n);
   }
 
@@ -83,7 +97,16 @@ export class Store {
   async insertSandbox(row: SandboxRow, cause: string): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
       await tx.insertInto('sandboxes').values(row).execute();
-      await tx.insertInto('sandbox_events').values({ sandbox_id: row.id, at: row.created_at, from_state: null, to_state: row.state, cause }).execute();
+      await tx
+        .insertInto('sandbox_events')
+        .values({
+          sandbox_id: row.id,
+          at: row.created_at,
+          from_state: null,
+          to_state: row.state,
+          cause,
+        })
+        .execute();
     });
   }
 
@@ -95,16 +118,37 @@ export class Store {
   }
 
   async getSandbox(orgId: string, id: string): Promise<SandboxRow | undefined> {
-    return this.db.selectFrom('sandboxes').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+    return this.db
+      .selectFrom('sandboxes')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .where('id', '=', id)
+      .executeTakeFirst();
   }
 
   /** Records a state change with its time and cause. */
-  async setState(id: string, to: SandboxState, cause: string, extra: Partial<SandboxRow> = {}): Promise<void> {
+  async setState(
+    id: string,
+    to: SandboxState,
+    cause: string,
+    extra: Partial<SandboxRow> = {},
+  ): Promise<void> {
     const at = new Date().toISOString();
     await this.db.transaction().execute(async (tx) => {
-      const current = await tx.selectFrom('sandboxes').select('state').where('id', '=', id).executeTakeFirst();
-      await tx.updateTable('sandboxes').set({ ...extra, state: to }).where('id', '=', id).execute();
-      await tx.insertInto('sandbox_events').values({ sandbox_id: id, at, from_state: current?.state ?? null, to_state: to, cause }).execute();
+      const current = await tx
+        .selectFrom('sandboxes')
+        .select('state')
+        .where('id', '=', id)
+        .executeTakeFirst();
+      await tx
+        .updateTable('sandboxes')
+        .set({ ...extra, state: to })
+        .where('id', '=', id)
+        .execute();
+      await tx
+        .insertInto('sandbox_events')
+        .values({ sandbox_id: id, at, from_state: current?.state ?? null, to_state: to, cause })
+        .execute();
     });
   }
 
@@ -112,17 +156,32 @@ export class Store {
     await this.db.updateTable('sandboxes').set(patch).where('id', '=', id).execute();
   }
 
-  async listSandboxes(f: SandboxFilter): Promise<{ rows: SandboxRow[]; nextCursor: string | null }> {
+  async listSandboxes(
+    f: SandboxFilter,
+  ): Promise<{ rows: SandboxRow[]; nextCursor: string | null }> {
     let q = this.db.selectFrom('sandboxes').selectAll().where('org_id', '=', f.orgId);
     q = f.state ? q.where('state', '=', f.state) : q.where('state', '!=', 'stopped');
     for (const [key, value] of Object.entries(f.metadata)) {
-      q = q.where(sql<string>`json_extract(metadata, ${'$."' + key.replace(/"/g, '') + '"'})`, '=', value);
+      q = q.where(
+        sql<string>`json_extract(metadata, ${'$."' + key.replace(/"/g, '') + '"'})`,
+        '=',
+        value,
+      );
     }
     if (f.cursor) {
       const c = decodeCursor(f.cursor);
-      q = q.where((eb) => eb.or([eb('created_at', '<', c.createdAt), eb.and([eb('created_at', '=', c.createdAt), eb('id', '<', c.id)])]));
+      q = q.where((eb) =>
+        eb.or([
+          eb('created_at', '<', c.createdAt),
+          eb.and([eb('created_at', '=', c.createdAt), eb('id', '<', c.id)]),
+        ]),
+      );
     }
-    const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit + 1).execute();
+    const rows = await q
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(f.limit + 1)
+      .execute();
     const more = rows.length > f.limit;
     const page = rows.slice(0, f.limit);
     const last = page[page.length - 1];
@@ -130,20 +189,42 @@ export class Store {
   }
 
   async sandboxesOnHost(hostId: string, states: SandboxState[]): Promise<SandboxRow[]> {
-    return this.db.selectFrom('sandboxes').selectAll().where('host_id', '=', hostId).where('state', 'in', states).execute();
+    return this.db
+      .selectFrom('sandboxes')
+      .selectAll()
+      .where('host_id', '=', hostId)
+      .where('state', 'in', states)
+      .execute();
   }
 
   async expiredSandboxes(now: string): Promise<SandboxRow[]> {
-    return this.db.selectFrom('sandboxes').selectAll().where('state', '=', 'running').where('expires_at', '<', now).execute();
+    return this.db
+      .selectFrom('sandboxes')
+      .selectAll()
+      .where('state', '=', 'running')
+      .where('expires_at', '<', now)
+      .execute();
   }
 
-  async sandboxEvents(id: string): Promise<Array<{ at: string; from_state: string | null; to_state: string; cause: string }>> {
-    return this.db.selectFrom('sandbox_events').select(['at', 'from_state', 'to_state', 'cause']).where('sandbox_id', '=', id).orderBy('id').execute();
+  async sandboxEvents(
+    id: string,
+  ): Promise<Array<{ at: string; from_state: string | null; to_state: string; cause: string }>> {
+    return this.db
+      .selectFrom('sandbox_events')
+      .select(['at', 'from_state', 'to_state', 'cause'])
+      .where('sandbox_id', '=', id)
+      .orderBy('id')
+      .execute();
   }
 
   /** Forgets stopped sandboxes older than the retention period. */
   async purgeStopped(before: string): Promise<number> {
-    const old = await this.db.selectFrom('sandboxes').select('id').where('state', '=', 'stopped').where('stopped_at', '<', before).execute();
+    const old = await this.db
+      .selectFrom('sandboxes')
+      .select('id')
+      .where('state', '=', 'stopped')
+      .where('stopped_at', '<', before)
+      .execute();
     for (const { id } of old) await this.deleteSandboxRow(id);
     return old.length;
   }
@@ -157,7 +238,17 @@ export class Store {
   async auditEvents(orgId: string, limit: number): Promise<AuditRow[]> {
     return this.db
       .selectFrom('audit_events')
-      .select(['at', 'org_id', 'actor', 'action', 'resource_type', 'resource_id', 'status', 'error_code', 'request_id'])
+      .select([
+        'at',
+        'org_id',
+        'actor',
+        'action',
+        'resource_type',
+        'resource_id',
+        'status',
+        'error_code',
+        'request_id',
+      ])
       .where('org_id', '=', orgId)
       .orderBy('id', 'desc')
       .limit(limit)

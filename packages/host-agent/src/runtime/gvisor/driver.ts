@@ -32,7 +32,11 @@ export class GvisorDriver implements RuntimeDriver {
 
   async restore(spec: SandboxSpec, imageDir: string): Promise<void> {
     const { bundle, log } = await this.writeBundle(spec);
-    await runsc(this.opts, ['restore', '-detach', '--image-path', imageDir, '--bundle', bundle, spec.id], log);
+    await runsc(
+      this.opts,
+      ['restore', '-detach', '--image-path', imageDir, '--bundle', bundle, spec.id],
+      log,
+    );
   }
 
   async checkpoint(id: string, imageDir: string): Promise<void> {
@@ -81,13 +85,29 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   private async removeCgroups(id: string): Promise<void> {
-    const controllers = ['cpu', 'cpuacct', 'cpuset', 'memory', 'devices', 'freezer', 'blkio', 'pids', 'systemd', 'unified'];
-    await Promise.all(controllers.map((c) => rmdir(join(CGROUP_ROOT, c, id)).catch(() => undefined)));
+    const controllers = [
+      'cpu',
+      'cpuacct',
+      'cpuset',
+      'memory',
+      'devices',
+      'freezer',
+      'blkio',
+      'pids',
+      'systemd',
+      'unified',
+    ];
+    await Promise.all(
+      controllers.map((c) => rmdir(join(CGROUP_ROOT, c, id)).catch(() => undefined)),
+    );
   }
 
   async list(): Promise<string[]> {
     const out = await runsc(this.opts, ['list', '-quiet']).catch(() => '');
-    return out.split('\n').map((l) => l.trim()).filter(Boolean);
+    return out
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
   }
 
   /** The runsc log of a sandbox, for error reports. */

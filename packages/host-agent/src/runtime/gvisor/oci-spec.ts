@@ -5,7 +5,11 @@ const CPU_PERIOD_US = 100_000;
 
 /** The OCI runtime spec of one sandbox: the guest agent is its first process. */
 export function ociSpec(spec: SandboxSpec): object {
-  const env = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/root', ...spec.env };
+  const env = {
+    PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    HOME: '/root',
+    ...spec.env,
+  };
   return {
     ociVersion: '1.0.2',
     process: {
@@ -27,15 +31,51 @@ export function ociSpec(spec: SandboxSpec): object {
     hostname: spec.hostname,
     mounts: [
       { destination: '/proc', type: 'proc', source: 'proc' },
-      { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
-      { destination: '/dev/pts', type: 'devpts', source: 'devpts', options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620'] },
-      { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k'] },
-      { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
-      { destination: GUEST_AGENT_DIR, type: 'bind', source: spec.guestDir, options: ['rbind', 'ro'] },
-      { destination: GUEST_CHANNEL_DIR, type: 'bind', source: spec.channelDir, options: ['rbind', 'rw'] },
+      {
+        destination: '/dev',
+        type: 'tmpfs',
+        source: 'tmpfs',
+        options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'],
+      },
+      {
+        destination: '/dev/pts',
+        type: 'devpts',
+        source: 'devpts',
+        options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620'],
+      },
+      {
+        destination: '/dev/shm',
+        type: 'tmpfs',
+        source: 'shm',
+        options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k'],
+      },
+      {
+        destination: '/sys',
+        type: 'sysfs',
+        source: 'sysfs',
+        options: ['nosuid', 'noexec', 'nodev', 'ro'],
+      },
+      {
+        destination: GUEST_AGENT_DIR,
+        type: 'bind',
+        source: spec.guestDir,
+        options: ['rbind', 'ro'],
+      },
+      {
+        destination: GUEST_CHANNEL_DIR,
+        type: 'bind',
+        source: spec.channelDir,
+        options: ['rbind', 'rw'],
+      },
     ],
     linux: {
-      namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'network' }],
+      namespaces: [
+        { type: 'pid' },
+        { type: 'ipc' },
+        { type: 'uts' },
+        { type: 'mount' },
+        { type: 'network' },
+      ],
       resources: {
         memory: { limit: spec.memoryMb * 1024 * 1024 },
         cpu: { quota: Math.round(spec.cpu * CPU_PERIOD_US), period: CPU_PERIOD_US },

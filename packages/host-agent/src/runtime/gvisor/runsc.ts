@@ -34,12 +34,24 @@ export async function runsc(opts: RunscOptions, args: string[], logFile?: string
       let stderr = '';
       child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
       child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.once('error', (err) => reject(new WarrenError('RUNTIME_ERROR', `cannot run runsc: ${err.message}`)));
+      child.once('error', (err) =>
+        reject(new WarrenError('RUNTIME_ERROR', `cannot run runsc: ${err.message}`)),
+      );
       child.once('close', (code) => {
         if (code === 0) return resolve(stdout);
         const text = logFile ? tail(logFile) : stderr || stdout;
-        const detail = text.trim().split('\n').filter((l) => !/^\s/.test(l)).slice(-3).join(' | ');
-        reject(new WarrenError('RUNTIME_ERROR', `runsc ${args[0]} failed (exit ${code}): ${detail || 'see sandbox log'}`));
+        const detail = text
+          .trim()
+          .split('\n')
+          .filter((l) => !/^\s/.test(l))
+          .slice(-3)
+          .join(' | ');
+        reject(
+          new WarrenError(
+            'RUNTIME_ERROR',
+            `runsc ${args[0]} failed (exit ${code}): ${detail || 'see sandbox log'}`,
+          ),
+        );
       });
     });
   } finally {
