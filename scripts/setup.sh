@@ -19,6 +19,12 @@ need_root() {
 }
 need_root
 
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 20 ]; then
+  echo "Warren needs Node.js 20 or newer (found: $(node --version 2>/dev/null || echo none))." >&2
+  exit 1
+fi
+
 apt_updated=""
 apt_install() {
   local missing=()
@@ -32,7 +38,7 @@ apt_install() {
   log "installing ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
-apt_install debootstrap iproute2 ca-certificates gcc libc6-dev
+apt_install debootstrap iproute2 ca-certificates curl jq gcc libc6-dev
 
 # gVisor: Debian 12's runsc (2022) cannot checkpoint a running sandbox reliably;
 # Debian 13's (2024-07) is a static binary that runs here too.

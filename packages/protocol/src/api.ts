@@ -42,7 +42,8 @@ export const CreateSandboxRequest = Type.Object(
       Type.Integer({
         minimum: 1,
         maximum: 7 * 24 * 3600,
-        description: 'Destroyed after this long without API activity. Default 3600.',
+        description:
+          'Destroyed after this long without API activity. Default: the server setting (3600).',
       }),
     ),
     cpu: Type.Optional(

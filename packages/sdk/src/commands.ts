@@ -1,6 +1,6 @@
 /**
  * `sandbox.commands`: run a command and get its result, stream its output to
- * callbacks, or start it in the background and get a handle, as in E2B.
+ * callbacks, or start it in the background and get a handle.
  */
 import type { ExecEvent, ExecRequest, ExecResult, ProcessInfo } from '@warren/protocol';
 import type { HttpClient } from './client';
@@ -33,8 +33,8 @@ export interface RunOptions extends OutputHandlers {
 
 /** The request the API gets for `run(cmd, opts)`. */
 export function toExecRequest(cmd: string, opts: RunOptions = {}): ExecRequest {
-  // The API never involves a shell; a bare command line runs through one, as
-  // users of E2B's run('ls -la | wc -l') expect.
+  // The API never involves a shell; a bare command line runs through one, so
+  // run('ls -la | wc -l') does what a user expects.
   const program = opts.args ? { cmd, args: opts.args } : { cmd: '/bin/sh', args: ['-c', cmd] };
   return { ...program, env: opts.env, cwd: opts.cwd, stdin: opts.stdin, timeout: opts.timeout };
 }

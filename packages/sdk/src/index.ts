@@ -1,6 +1,6 @@
 /**
- * @warren/sdk: a small TypeScript client for the Warren REST API, shaped like
- * E2B's JS SDK (`Sandbox.create()`, `sandbox.commands.run()`, `sandbox.files.write()`).
+ * @warren/sdk: a small TypeScript client for the Warren REST API
+ * (`Sandbox.create()`, `sandbox.commands.run()`, `sandbox.files.write()`).
  */
 export { Sandbox } from './sandbox';
 export type {

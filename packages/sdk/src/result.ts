@@ -20,8 +20,8 @@ export interface CommandResult {
 
 export interface OutputHandlers {
   /** Called per chunk of stdout, in arrival order. A returned promise is awaited (backpressure). */
-  onStdout?: (data: string) => void | Promise<void>;
-  onStderr?: (data: string) => void | Promise<void>;
+  onStdout?: (data: string) => unknown;
+  onStderr?: (data: string) => unknown;
 }
 
 export function fromExecResult(r: ExecResult): CommandResult {

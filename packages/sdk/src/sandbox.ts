@@ -1,6 +1,6 @@
 /**
- * A sandbox and its lifecycle, in the shape of E2B's `Sandbox`: static
- * create/connect/list, and per instance `commands`, `files` and `processes`.
+ * A sandbox and its lifecycle: static create/connect/list, and per instance
+ * `commands`, `files` and `processes`.
  */
 import type {
   CreateSandboxRequest,

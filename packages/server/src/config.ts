@@ -37,6 +37,15 @@ function int(value: string | undefined, fallback: number): number {
   return n;
 }
 
+/** `fake` runs guest agents on the host without isolation: for unit tests only. */
+function driverName(value: string | undefined): DriverName {
+  if (value === undefined || value === '' || value === 'gvisor') return 'gvisor';
+  if (value === 'fake') return 'fake';
+  throw new Error(
+    `WARREN_DRIVER must be gvisor (or fake, for unit tests only), not ${JSON.stringify(value)}`,
+  );
+}
+
 /** 75% of the host's memory, leaving room for the host itself. */
 export function defaultMemoryBudgetMb(): number {
   return Math.floor((totalmem() / 1024 / 1024) * 0.75);
@@ -50,11 +59,12 @@ export function loadConfig(
   const bundledRunsc = join(REPO_ROOT, '.state/bin/runsc');
   const config: Config = {
     home,
-    host: env.WARREN_HOST ?? '0.0.0.0',
+    // Loopback unless told otherwise: the API is plain HTTP (put TLS in front to expose it).
+    host: env.WARREN_HOST ?? '127.0.0.1',
     port: int(env.WARREN_PORT, 8080),
     templatesDir: env.WARREN_TEMPLATES_DIR ?? join(home, 'templates'),
     runsc: env.WARREN_RUNSC ?? (existsSync(bundledRunsc) ? bundledRunsc : 'runsc'),
-    driver: (env.WARREN_DRIVER as DriverName | undefined) ?? 'gvisor',
+    driver: driverName(env.WARREN_DRIVER),
     hostId: env.WARREN_HOST_ID ?? 'host_local',
     memoryBudgetMb: int(env.WARREN_MEMORY_BUDGET_MB, defaultMemoryBudgetMb()),
     defaultTtlSeconds: int(env.WARREN_DEFAULT_TTL_SECONDS, 3600),

@@ -106,6 +106,12 @@ export class SandboxService {
     return this.host.channel(id);
   }
 
+  /** Counts the end of a long operation (an exec that ran for minutes) as activity too. */
+  async activity(orgId: string, id: string): Promise<void> {
+    const row = await this.store.getSandbox(orgId, id);
+    if (row?.state === 'running') await this.touch(row);
+  }
+
   private async touch(row: SandboxRow): Promise<void> {
     const now = new Date();
     await this.store.updateSandbox(row.id, {

@@ -56,6 +56,7 @@ function relay(
   channel: GuestChannel,
   res: GuestResponse,
   killOnAbort: boolean,
+  onEnd: () => Promise<void>,
 ): FastifyReply {
   const out = new PassThrough();
   let pid = 0;
@@ -76,6 +77,7 @@ function relay(
         }) + '\n',
       );
     }
+    await onEnd().catch(() => undefined);
     out.end();
   })();
   reply.raw.on('close', () => {
@@ -132,6 +134,7 @@ export const execRoutes =
           else if (event.type === 'stdout') stdout += event.data;
           else if (event.type === 'stderr') stderr += event.data;
           else if (event.type === 'exit') {
+            await ctx.sandboxes.activity(req.principal!.orgId, req.params.id);
             return {
               pid,
               exit_code: event.exit_code,
@@ -165,7 +168,9 @@ export const execRoutes =
       async (req, reply) => {
         const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
         const res = await startProcess(channel, { ...req.body, background: false }, false);
-        return relay(reply, channel, res, true);
+        return relay(reply, channel, res, true, () =>
+          ctx.sandboxes.activity(req.principal!.orgId, req.params.id),
+        );
       },
     );
 
@@ -239,7 +244,9 @@ export const execRoutes =
             query: { follow: req.query.follow ? '1' : '0' },
           })
           .then(checked);
-        return relay(reply, channel, res, false);
+        return relay(reply, channel, res, false, () =>
+          ctx.sandboxes.activity(req.principal!.orgId, req.params.id),
+        );
       },
     );
 

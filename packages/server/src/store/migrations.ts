@@ -3,8 +3,7 @@
  * schema builder so the PostgreSQL store (multi-node) can run the same ones.
  * Every resource table has org_id: tenancy is a filter, never a migration.
  */
-import type { Kysely } from 'kysely';
-import type { Migration } from 'kysely/migration';
+import type { Kysely, Migration } from 'kysely';
 
 export const migrations: Record<string, Migration> = {
   '0001_initial': {

@@ -3,8 +3,7 @@
  * part that differs between SQLite (embedded, single node) and PostgreSQL
  * (shared by many hosts, later); see ./open.ts.
  */
-import { Kysely, sql, type Dialect, type Selectable } from 'kysely';
-import { Migrator } from 'kysely/migration';
+import { Kysely, Migrator, sql, type Dialect, type Selectable } from 'kysely';
 import { WarrenError, type SandboxState } from '@warren/protocol';
 import { migrations } from './migrations';
 import type { AuditEventTable, Database, SandboxTable } from './schema';
