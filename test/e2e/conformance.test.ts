@@ -12,20 +12,27 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { GuestChannel } from '@warren/host-agent';
+import { GuestChannel, readText } from '@warren/host-agent';
 import type { RuntimeDriver, SandboxSpec } from '@warren/host-agent';
-import { GUEST_PATHS, WarrenError, type FileInfo, type GuestHealth } from '@warren/protocol';
+import {
+  GUEST_PATHS,
+  WarrenError,
+  type ExecEvent,
+  type FileInfo,
+  type GuestHealth,
+} from '@warren/protocol';
 import { GvisorDriver } from '../../packages/host-agent/src/runtime/gvisor/driver';
 import { FakeDriver } from '../../packages/host-agent/src/runtime/fake/driver';
 import { ensureGuestBundle } from '../../packages/host-agent/src/templates/guest-bundle';
 import type { TemplateRecord } from '../../packages/host-agent/src/templates/catalog';
 import { RUNSC, TEMPLATES_DIR } from '../fixture';
 
-/** Names of the checks, for `skip`. */
+/** Names of the checks, for `skip` and `todo`. */
 export type ConformanceCheck =
   | 'version'
   | 'capabilities'
   | 'boot'
+  | 'network'
   | 'checkpoint'
   | 'checkpoint-unlists'
   | 'restore'
@@ -48,6 +55,8 @@ interface Sbx {
 }
 
 const READY_MS = 60_000;
+/** A driver operation that hangs is a failure, not a stuck run. */
+const DESTROY_MS = 10_000;
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -81,6 +90,7 @@ export function runConformance(
     const live = new Map<string, Sbx>();
     let booted: Sbx | undefined;
     let checkpointed = '';
+    let killed = '';
     let copies: Sbx[] = [];
 
     const makeSbx = async (suffix: string): Promise<Sbx> => {
@@ -122,6 +132,25 @@ export function runConformance(
       return Buffer.concat(chunks).toString('utf8');
     };
 
+    /** Runs a command in the guest (a foreground process: its events stream back). */
+    const run = async (sbx: Sbx, cmd: string, args: string[]) => {
+      const res = await sbx.channel.request({
+        method: 'POST',
+        path: GUEST_PATHS.processes,
+        json: { cmd, args },
+      });
+      const text = await readText(res.body);
+      assert.equal(res.status, 200, text);
+      let stdout = '';
+      let exitCode: number | null = null;
+      for (const line of text.split('\n').filter(Boolean)) {
+        const event = JSON.parse(line) as ExecEvent;
+        if (event.type === 'stdout') stdout += event.data;
+        if (event.type === 'exit') exitCode = event.exit_code;
+      }
+      return { stdout, exitCode };
+    };
+
     /** A path under our temp dir: inside gVisor it is in the sandbox's own overlay; the fake writes the host. */
     const guestPath = (name: string) => join(tmp, 'guest-files', name);
 
@@ -139,13 +168,15 @@ export function runConformance(
 
     after(async () => {
       // Everything, even after a failure: sandboxes, channels, temp dirs.
-      for (const sbx of live.values()) {
-        await sbx.channel.close().catch(() => undefined);
-        await driver?.destroy(sbx.id).catch(() => undefined);
+      const ids = new Set([...live.keys()]);
+      for (const id of (await driver?.list().catch(() => [] as string[])) ?? []) {
+        if (id.startsWith(prefix)) ids.add(id);
       }
-      const left = (await driver?.list().catch(() => [] as string[])) ?? [];
-      for (const id of left.filter((i) => i.startsWith(prefix))) {
-        await driver.destroy(id).catch(() => undefined);
+      for (const sbx of live.values()) await sbx.channel.close().catch(() => undefined);
+      for (const id of ids) {
+        await withTimeout(driver.destroy(id), DESTROY_MS, `cleanup destroy(${id})`).catch(
+          () => undefined,
+        );
       }
       if (tmp) rmSync(tmp, { recursive: true, force: true });
     });
@@ -184,8 +215,30 @@ export function runConformance(
       },
     );
 
-    it('checkpoint: saves an image and stops the sandbox', check('checkpoint'), async () => {
+    it(
+      'network capability: "none" means the guest sees only loopback',
+      check('network'),
+      async (t) => {
+        assert.ok(booted, 'needs the booted sandbox');
+        if (driver.capabilities.network !== 'none') return t.skip('driver provides a network');
+        const r = await run(booted, 'cat', ['/proc/net/dev']);
+        assert.equal(r.exitCode, 0);
+        const interfaces = r.stdout
+          .split('\n')
+          .slice(2)
+          .map((l) => l.split(':')[0]!.trim())
+          .filter(Boolean);
+        assert.deepEqual(
+          interfaces.filter((i) => i !== 'lo'),
+          [],
+          r.stdout,
+        );
+      },
+    );
+
+    it('checkpoint: saves an image and stops the sandbox', check('checkpoint'), async (t) => {
       assert.ok(booted, 'needs the booted sandbox');
+      if (!driver.capabilities.checkpoint) return t.skip('driver cannot checkpoint');
       // As HostAgent.bake does: no new dial-ins, then the guest drops its connection.
       await booted.channel.closeListener();
       await booted.channel.json({ method: 'POST', path: GUEST_PATHS.prepareCheckpoint });
@@ -210,7 +263,8 @@ export function runConformance(
     it(
       'restore twice: two running copies, each dialing its own channel',
       check('restore'),
-      async () => {
+      async (t) => {
+        if (!driver.capabilities.checkpoint) return t.skip('driver cannot checkpoint');
         assert.ok(existsSync(imageDir), 'needs the checkpoint image');
         const a = await makeSbx('ra');
         const b = await makeSbx('rb');
@@ -246,7 +300,8 @@ export function runConformance(
       },
     );
 
-    it('pause holds guest requests; resume lets them complete', check('pause'), async () => {
+    it('pause holds guest requests; resume lets them complete', check('pause'), async (t) => {
+      if (!driver.capabilities.pause) return t.skip('driver cannot pause');
       const sbx = copies[0];
       assert.ok(sbx, 'needs a running sandbox');
       await health(sbx); // answers while running
@@ -263,19 +318,28 @@ export function runConformance(
       assert.equal(h.sandbox_id, sbx.id);
     });
 
-    it('kill stops every process of the sandbox at once', check('kill'), async () => {
-      const sbx = copies[1];
-      assert.ok(sbx, 'needs a running sandbox');
-      await health(sbx);
-      await driver.kill(sbx.id);
-      await sbx.channel.waitDisconnected(5_000);
-      // Nothing of it runs any more: it does not dial in again.
-      await assert.rejects(sbx.channel.waitReady(500), (e: unknown) => e instanceof WarrenError);
-      await driver.kill(sbx.id); // repeating it is harmless
-    });
+    it(
+      'kill stops every process at once; destroy still works after it',
+      check('kill'),
+      async () => {
+        const sbx = copies[1];
+        assert.ok(sbx, 'needs a running sandbox');
+        await health(sbx);
+        await driver.kill(sbx.id);
+        killed = sbx.id;
+        await sbx.channel.waitDisconnected(5_000);
+        // Nothing of it runs any more: it does not dial in again.
+        await assert.rejects(sbx.channel.waitReady(500), (e: unknown) => e instanceof WarrenError);
+        await driver.kill(sbx.id); // repeating it is harmless
+        // Removal may follow later: destroy of a killed sandbox completes and unlists it.
+        await withTimeout(driver.destroy(sbx.id), DESTROY_MS, `destroy(${sbx.id}) after kill`);
+        assert.ok(!(await driver.list()).includes(sbx.id), `${sbx.id} still listed`);
+      },
+    );
 
     it('destroy is idempotent and removes the sandbox from list()', check('destroy'), async () => {
-      const victims = [...copies];
+      // The running copy, and the checkpointed one (HostAgent.bake destroys it too).
+      const victims = copies.filter((c) => c.id !== killed);
       if (victims.length === 0) {
         // Restore was skipped: destroy a freshly booted one instead.
         const sbx = await makeSbx('d');
@@ -283,20 +347,22 @@ export function runConformance(
         await sbx.channel.waitReady(READY_MS);
         victims.push(sbx);
       }
+      const ids = [...victims.map((v) => v.id), ...(checkpointed ? [checkpointed] : [])];
+      for (const id of ids) {
+        await withTimeout(driver.destroy(id), DESTROY_MS, `destroy(${id})`);
+        await withTimeout(driver.destroy(id), DESTROY_MS, `second destroy(${id})`);
+        assert.ok(!(await driver.list()).includes(id), `${id} still listed`);
+      }
       for (const sbx of victims) {
-        await driver.destroy(sbx.id);
-        await driver.destroy(sbx.id);
-        assert.ok(!(await driver.list()).includes(sbx.id), `${sbx.id} still listed`);
         await sbx.channel.waitDisconnected(10_000);
         assert.equal(sbx.channel.connected, false);
-        await sbx.channel.close();
-        live.delete(sbx.id);
       }
-      await driver.destroy(`${prefix}-never-existed`);
+      await withTimeout(driver.destroy(`${prefix}-never-existed`), DESTROY_MS, 'destroy(unknown)');
+      const left = await driver.list();
       assert.deepEqual(
-        (await driver.list()).filter((id) => id.startsWith(prefix)),
+        left.filter((id) => ids.includes(id)),
         [],
-        'nothing of this run is left',
+        'nothing destroyed here is left',
       );
     });
   });
@@ -312,6 +378,9 @@ if (canRunGvisor) {
   });
 }
 
-// The fake runs the guest agent as a host process sharing the host file system,
-// so restored copies cannot be isolated from each other (nor carry image state).
-runConformance('fake', () => new FakeDriver(), { skip: ['restore-isolation'] });
+// The fake runs the guest agent as a host process sharing the host's file system
+// and network, so restored copies cannot be isolated from each other (nor carry
+// image state), and its `network: 'none'` is not enforced.
+runConformance('fake', () => new FakeDriver(), {
+  skip: ['restore-isolation', 'network'],
+});

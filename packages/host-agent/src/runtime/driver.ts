@@ -47,6 +47,6 @@ export interface RuntimeDriver {
   kill(id: string): Promise<void>;
   /** Stops and removes a sandbox and everything the runtime holds for it; safe to repeat. */
   destroy(id: string): Promise<void>;
-  /** Ids of the sandboxes the runtime currently holds (for reconciliation after a restart). */
+  /** Ids of the sandboxes that are running or paused (for reconciliation after a restart). */
   list(): Promise<string[]>;
 }

@@ -161,10 +161,9 @@ export class Store {
     let q = this.db.selectFrom('sandboxes').selectAll().where('org_id', '=', f.orgId);
     q = f.state ? q.where('state', '=', f.state) : q.where('state', '!=', 'stopped');
     for (const [key, value] of Object.entries(f.metadata)) {
+      // Keys are compared as values, never spliced into a JSON path.
       q = q.where(
-        sql<string>`json_extract(metadata, ${'$."' + key.replace(/"/g, '') + '"'})`,
-        '=',
-        value,
+        sql<boolean>`exists (select 1 from json_each(sandboxes.metadata) where key = ${key} and value = ${value})`,
       );
     }
     if (f.cursor) {

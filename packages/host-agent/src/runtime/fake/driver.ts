@@ -86,7 +86,7 @@ export class FakeDriver implements RuntimeDriver {
     this.calls.push({ op: 'destroy', id });
     const child = this.running.get(id);
     this.running.delete(id);
-    if (child && child.exitCode === null) {
+    if (child && child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGKILL');
       await exited;

@@ -42,6 +42,21 @@ export class GvisorDriver implements RuntimeDriver {
   async checkpoint(id: string, imageDir: string): Promise<void> {
     await mkdir(imageDir, { recursive: true });
     await runsc(this.opts, ['checkpoint', '--image-path', imageDir, id]);
+    // runsc returns before it records the sandbox as stopped (about two seconds later).
+    for (let waited = 0; waited < 10_000 && (await this.status(id)) === 'running'; waited += 50) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  private async status(id: string): Promise<string> {
+    try {
+      return (
+        (JSON.parse(await runsc(this.opts, ['state', id])) as { status?: string }).status ??
+        'unknown'
+      );
+    } catch {
+      return 'gone';
+    }
   }
 
   async pause(id: string): Promise<void> {
@@ -102,12 +117,13 @@ export class GvisorDriver implements RuntimeDriver {
     );
   }
 
+  /** Live sandboxes only: runsc also lists stopped ones (a checkpoint stops its sandbox). */
   async list(): Promise<string[]> {
-    const out = await runsc(this.opts, ['list', '-quiet']).catch(() => '');
-    return out
-      .split('\n')
-      .map((l) => l.trim())
-      .filter(Boolean);
+    const out = await runsc(this.opts, ['list', '-format', 'json']).catch(() => '[]');
+    const containers = (JSON.parse(out || '[]') ?? []) as Array<{ id: string; status: string }>;
+    return containers
+      .filter((c) => c.status === 'running' || c.status === 'paused')
+      .map((c) => c.id);
   }
 
   /** The runsc log of a sandbox, for error reports. */
