@@ -61,7 +61,10 @@ if ! "$RUNSC" --version >/dev/null 2>&1; then
 fi
 log "$("$RUNSC" --version | head -n1)"
 
-if [ ! -d node_modules/fastify ] || [ package.json -nt node_modules/.package-lock.json ]; then
-  log "installing npm dependencies"
-  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+# Reinstall only when the lockfile changed since the last install.
+lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ ! -d node_modules/fastify ] || [ "$(cat node_modules/.warren-lock-hash 2>/dev/null)" != "$lock_hash" ]; then
+  log "installing npm dependencies (better-sqlite3 compiles from source: a minute or two)"
+  npm ci --no-audit --no-fund
+  echo "$lock_hash" >node_modules/.warren-lock-hash
 fi

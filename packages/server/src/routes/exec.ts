@@ -2,9 +2,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
 import {
-  ErrorResponse,
   ExecRequest,
   ExecResult,
   IdParams,
@@ -21,17 +19,8 @@ import {
 } from '@warren/protocol';
 import { errorFrom, readText, type GuestChannel, type GuestResponse } from '@warren/host-agent';
 import type { AppContext } from '../context';
+import { NoContent, errors } from './responses';
 import { execEvents } from '../ndjson';
-
-const NoContent = Type.Null({ description: 'No content' });
-const errors = {
-  400: ErrorResponse,
-  401: ErrorResponse,
-  404: ErrorResponse,
-  409: ErrorResponse,
-  500: ErrorResponse,
-  502: ErrorResponse,
-};
 
 function toGuest(body: ExecRequestT, background: boolean): GuestProcessStart {
   return {

@@ -4,7 +4,6 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import {
-  ErrorResponse,
   FileInfo,
   FileList,
   IdParams,
@@ -18,17 +17,9 @@ import {
   WarrenError,
 } from '@warren/protocol';
 import type { AppContext } from '../context';
+import { NoContent, errors } from './responses';
 
-const NoContent = Type.Null({ description: 'No content' });
 const Bytes = Type.String({ format: 'binary', description: 'The file content' });
-const errors = {
-  400: ErrorResponse,
-  401: ErrorResponse,
-  404: ErrorResponse,
-  409: ErrorResponse,
-  500: ErrorResponse,
-  502: ErrorResponse,
-};
 
 export const fileRoutes =
   (ctx: AppContext): FastifyPluginAsync =>

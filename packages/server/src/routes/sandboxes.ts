@@ -3,7 +3,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import {
   CreateSandboxRequest,
   DeleteResult,
-  ErrorResponse,
   IdParams,
   ListSandboxesQuery,
   Sandbox,
@@ -11,16 +10,8 @@ import {
   UpdateSandboxRequest,
 } from '@warren/protocol';
 import type { AppContext } from '../context';
+import { errors } from './responses';
 import { toApi } from '../sandbox-service';
-
-const errors = {
-  400: ErrorResponse,
-  401: ErrorResponse,
-  404: ErrorResponse,
-  409: ErrorResponse,
-  500: ErrorResponse,
-  503: ErrorResponse,
-};
 
 export const sandboxRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
