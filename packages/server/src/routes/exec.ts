@@ -123,7 +123,8 @@ export const execRoutes =
           else if (event.type === 'stdout') stdout += event.data;
           else if (event.type === 'stderr') stderr += event.data;
           else if (event.type === 'exit') {
-            await ctx.sandboxes.activity(req.principal!.orgId, req.params.id);
+            if (event.duration_ms > 1000)
+              await ctx.sandboxes.activity(req.principal!.orgId, req.params.id);
             return {
               pid,
               exit_code: event.exit_code,
