@@ -179,6 +179,26 @@ describe('exec and processes (real gVisor)', () => {
     assert.equal(late.status, 409);
   });
 
+  it('POST /exec caps what it keeps of huge output; the stream has it all', async () => {
+    const r = await exec(p, id, {
+      cmd: 'sh',
+      args: ['-c', 'head -c 20000000 /dev/zero | tr "\\0" a'],
+    });
+    assert.equal(r.exit_code, 0);
+    assert.ok(r.stdout.startsWith('a'.repeat(1000)));
+    assert.match(
+      r.stdout,
+      /\[warren: output truncated at 16777216 characters; use \/exec\/stream for more\]\n$/,
+    );
+    const res = await p.api(`/v1/sandboxes/${id}/exec/stream`, {
+      method: 'POST',
+      json: { cmd: 'sh', args: ['-c', 'head -c 20000000 /dev/zero | tr "\\0" a'] },
+    });
+    const events = await ndjson(res);
+    const total = events.filter((e) => e.type === 'stdout').reduce((n, e) => n + e.data!.length, 0);
+    assert.equal(total, 20_000_000);
+  });
+
   it('many concurrent execs on one sandbox all complete', async () => {
     const results = await Promise.all(
       Array.from({ length: 12 }, (_, i) => exec(p, id, { cmd: 'echo', args: [String(i)] })),

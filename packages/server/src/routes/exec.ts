@@ -22,6 +22,16 @@ import type { AppContext } from '../context';
 import { NoContent, errors } from './responses';
 import { execEvents } from '../ndjson';
 
+/** What POST /exec keeps of each output stream; /exec/stream has no such limit. */
+export const EXEC_OUTPUT_LIMIT = 16 * 1024 * 1024;
+const TRUNCATED = `\n[warren: output truncated at ${EXEC_OUTPUT_LIMIT} characters; use /exec/stream for more]\n`;
+
+function capped(kept: string, more: string): string {
+  if (kept.length > EXEC_OUTPUT_LIMIT) return kept; // already truncated
+  const next = kept + more;
+  return next.length <= EXEC_OUTPUT_LIMIT ? next : next.slice(0, EXEC_OUTPUT_LIMIT) + TRUNCATED;
+}
+
 function toGuest(body: ExecRequestT, background: boolean): GuestProcessStart {
   return {
     cmd: body.cmd,
@@ -120,8 +130,8 @@ export const execRoutes =
         let stderr = '';
         for await (const event of execEvents(res.body)) {
           if (event.type === 'start') pid = event.pid;
-          else if (event.type === 'stdout') stdout += event.data;
-          else if (event.type === 'stderr') stderr += event.data;
+          else if (event.type === 'stdout') stdout = capped(stdout, event.data);
+          else if (event.type === 'stderr') stderr = capped(stderr, event.data);
           else if (event.type === 'exit') {
             if (event.duration_ms > 1000)
               await ctx.sandboxes.activity(req.principal!.orgId, req.params.id);
