@@ -247,6 +247,16 @@ describe('TypeScript SDK and CLI (real gVisor)', () => {
       );
     });
 
+    it('pause, resume, hibernate and wake; a command wakes it implicitly', async () => {
+      assert.equal((await sbx.pause()).state, 'paused');
+      assert.equal((await sbx.resume()).state, 'running');
+      assert.equal((await sbx.hibernate()).state, 'hibernated');
+      const r = await sbx.commands.run('echo awake');
+      assert.equal(r.stdout, 'awake\n');
+      assert.equal((await sbx.getInfo()).state, 'running');
+      await assert.rejects(sbx.wake(), isCode('INVALID_STATE'));
+    });
+
     it('sandbox.kill() destroys it; afterwards it is stopped and refuses work', async () => {
       await sbx.kill();
       const info = await sbx.getInfo();

@@ -6,7 +6,7 @@
  * later is a transport change, not a rewrite.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WarrenError, GUEST_PATHS, type GuestHello } from '@warren/protocol';
 import { GuestChannel } from './channel';
@@ -39,7 +39,13 @@ interface HostSandbox {
   memoryMb: number;
   channel: GuestChannel;
   workDir: string;
+  paused: boolean;
 }
+
+/** What a sandbox was started with: kept beside it, so a wake restores the same mounts. */
+const SPEC_FILE = 'spec.json';
+/** The checkpoint image of a hibernated sandbox, inside its work directory. */
+const HIBERNATION_IMAGE = 'hibernated';
 
 /** A cleanup stack: what a step created is undone, in reverse order, when a later step fails. */
 class Undo {
@@ -177,15 +183,8 @@ export class HostAgent {
     const guest = await this.guestBundle();
     if (this.sandboxes.has(req.id))
       throw new WarrenError('INTERNAL', `sandbox ${req.id} already exists on this host`);
-    if (this.reservedMb + req.memoryMb > this.config.memoryBudgetMb) {
-      throw new WarrenError(
-        'INSUFFICIENT_CAPACITY',
-        `not enough memory on host ${this.id}: ${req.memoryMb} MiB requested, ${this.config.memoryBudgetMb - this.reservedMb} MiB of ${this.config.memoryBudgetMb} MiB free`,
-        { requested_mb: req.memoryMb, free_mb: this.config.memoryBudgetMb - this.reservedMb },
-      );
-    }
+    this.reserve(req.id, req.memoryMb);
     const undo = new Undo();
-    this.reservedMb += req.memoryMb;
     undo.push(async () => (this.reservedMb -= req.memoryMb));
     try {
       const workDir = join(this.config.sandboxesDir, req.id);
@@ -209,14 +208,112 @@ export class HostAgent {
         hostname: req.id.replace(/_/g, '-'),
         env: {},
       };
+      await writeFile(join(workDir, SPEC_FILE), JSON.stringify(spec));
       undo.push(() => this.driver.destroy(req.id));
       await this.driver.restore(spec, template.snapshot);
       await channel.waitReady(this.config.readyTimeoutMs);
-      this.sandboxes.set(req.id, { id: req.id, memoryMb: req.memoryMb, channel, workDir });
+      this.sandboxes.set(req.id, {
+        id: req.id,
+        memoryMb: req.memoryMb,
+        channel,
+        workDir,
+        paused: false,
+      });
     } catch (err) {
       await undo.run();
       throw err;
     }
+  }
+
+  private live(id: string): HostSandbox {
+    const sbx = this.sandboxes.get(id);
+    if (!sbx)
+      throw new WarrenError(
+        'SANDBOX_NOT_RUNNING',
+        `sandbox ${id} is not running on host ${this.id}`,
+      );
+    return sbx;
+  }
+
+  private reserve(id: string, memoryMb: number): void {
+    const free = this.config.memoryBudgetMb - this.reservedMb;
+    if (memoryMb > free) {
+      throw new WarrenError(
+        'INSUFFICIENT_CAPACITY',
+        `not enough memory on host ${this.id} for ${id}: ${memoryMb} MiB requested, ${free} MiB of ${this.config.memoryBudgetMb} MiB free`,
+        { requested_mb: memoryMb, free_mb: free },
+      );
+    }
+    this.reservedMb += memoryMb;
+  }
+
+  /** Freezes the sandbox's CPU; memory stays. Its agent cannot answer until resume. */
+  async pause(id: string): Promise<void> {
+    const sbx = this.live(id);
+    if (sbx.paused) return;
+    await this.driver.pause(id);
+    sbx.paused = true;
+  }
+
+  async resume(id: string): Promise<void> {
+    const sbx = this.live(id);
+    if (!sbx.paused) return;
+    await this.driver.resume(id);
+    sbx.paused = false;
+    await sbx.channel.waitReady(this.config.readyTimeoutMs);
+  }
+
+  /**
+   * Saves the whole sandbox (memory, processes, files) to disk and stops it:
+   * its memory reservation is released and nothing of it runs until wake.
+   */
+  async hibernate(id: string): Promise<void> {
+    const sbx = this.live(id);
+    if (sbx.paused) await this.resume(id);
+    const image = join(sbx.workDir, HIBERNATION_IMAGE);
+    await sbx.channel.closeListener();
+    try {
+      await sbx.channel.json({ method: 'POST', path: GUEST_PATHS.prepareCheckpoint });
+      await sbx.channel.waitDisconnected(10_000);
+      await rm(image, { recursive: true, force: true });
+      await this.driver.checkpoint(id, image);
+    } catch (err) {
+      // Still running: let the agent dial back in and keep serving.
+      await sbx.channel.listen().catch(() => undefined);
+      throw err;
+    }
+    // The runtime forgets the stopped sandbox so that wake can restore it under the same id.
+    await this.driver.destroy(id);
+    await sbx.channel.close();
+    this.sandboxes.delete(id);
+    this.reservedMb -= sbx.memoryMb;
+  }
+
+  /** Restores a hibernated sandbox from its image, admitted against the memory budget again. */
+  async wake(id: string, env: Record<string, string>): Promise<void> {
+    if (this.sandboxes.has(id)) return;
+    const workDir = join(this.config.sandboxesDir, id);
+    const image = join(workDir, HIBERNATION_IMAGE);
+    const spec = JSON.parse(await readFile(join(workDir, SPEC_FILE), 'utf8')) as SandboxSpec;
+    this.reserve(id, spec.memoryMb);
+    const undo = new Undo();
+    undo.push(async () => (this.reservedMb -= spec.memoryMb));
+    try {
+      const channel = new GuestChannel(join(spec.channelDir, 'agent.sock'), (): GuestHello => ({
+        sandbox_id: id,
+        env,
+      }));
+      await channel.listen();
+      undo.push(() => channel.close());
+      undo.push(() => this.driver.destroy(id));
+      await this.driver.restore(spec, image);
+      await channel.waitReady(this.config.readyTimeoutMs);
+      this.sandboxes.set(id, { id, memoryMb: spec.memoryMb, channel, workDir, paused: false });
+    } catch (err) {
+      await undo.run(); // the image stays: the sandbox is still hibernated
+      throw err;
+    }
+    await rm(image, { recursive: true, force: true });
   }
 
   channel(id: string): GuestChannel {
@@ -266,7 +363,9 @@ export class HostAgent {
    * (their guest agents redial the new listener) and destroys what the runtime
    * holds that nobody knows about. Returns the ids that could not be recovered.
    */
-  async reconcile(expected: Array<Omit<CreateOnHost, 'template' | 'cpu'>>): Promise<string[]> {
+  async reconcile(
+    expected: Array<Omit<CreateOnHost, 'template' | 'cpu'> & { paused?: boolean }>,
+  ): Promise<string[]> {
     const running = new Set(await this.driver.list());
     const lost: string[] = [];
     for (const sbx of expected) {
@@ -283,8 +382,16 @@ export class HostAgent {
       }));
       await mkdir(join(workDir, 'chan'), { recursive: true });
       await channel.listen();
-      this.sandboxes.set(sbx.id, { id: sbx.id, memoryMb: sbx.memoryMb, channel, workDir });
+      this.sandboxes.set(sbx.id, {
+        id: sbx.id,
+        memoryMb: sbx.memoryMb,
+        channel,
+        workDir,
+        paused: sbx.paused === true,
+      });
       this.reservedMb += sbx.memoryMb;
+      // A paused agent cannot dial; it will when resumed.
+      if (sbx.paused) continue;
       try {
         await channel.waitReady(this.config.readyTimeoutMs);
       } catch {

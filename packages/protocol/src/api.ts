@@ -23,6 +23,8 @@ export const SandboxState = Type.Union(
   [
     Type.Literal('creating'),
     Type.Literal('running'),
+    Type.Literal('paused'),
+    Type.Literal('hibernated'),
     Type.Literal('stopping'),
     Type.Literal('stopped'),
     Type.Literal('error'),
@@ -114,6 +116,14 @@ export const SandboxList = Type.Object({
   next_cursor: Type.Union([Type.String(), Type.Null()]),
 });
 export type SandboxList = Static<typeof SandboxList>;
+
+export const SandboxEvent = Type.Object({
+  at: Type.String({ format: 'date-time' }),
+  from_state: Type.Union([Type.String(), Type.Null()]),
+  to_state: Type.String(),
+  cause: Type.String(),
+});
+export const SandboxEventList = Type.Object({ items: Type.Array(SandboxEvent) });
 
 export const DeleteResult = Type.Object({ id: Type.String(), deleted: Type.Boolean() });
 

@@ -143,4 +143,27 @@ export class Sandbox {
   async kill(): Promise<void> {
     await this.#http.request('DELETE', path(this.id));
   }
+
+  /** Freezes the sandbox's CPU; its memory stays. Any later call resumes it. */
+  pause(): Promise<SandboxInfo> {
+    return this.#lifecycle('pause');
+  }
+
+  resume(): Promise<SandboxInfo> {
+    return this.#lifecycle('resume');
+  }
+
+  /** Saves memory, processes and files to disk and frees the host; any later call wakes it. */
+  hibernate(): Promise<SandboxInfo> {
+    return this.#lifecycle('hibernate');
+  }
+
+  wake(): Promise<SandboxInfo> {
+    return this.#lifecycle('wake');
+  }
+
+  async #lifecycle(action: 'pause' | 'resume' | 'hibernate' | 'wake'): Promise<SandboxInfo> {
+    this.info = await this.#http.json<SandboxInfo>('POST', `${path(this.id)}/${action}`);
+    return this.info;
+  }
 }

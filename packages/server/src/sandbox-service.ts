@@ -99,11 +99,75 @@ export class SandboxService {
 
   /** Resolves a running sandbox for an operation on it and counts that as activity (TTL). */
   async use(orgId: string, id: string): Promise<GuestChannel> {
-    const row = await this.row(orgId, id);
+    let row = await this.row(orgId, id);
+    // A paused or hibernated sandbox is brought back first; the caller sees only latency.
+    if (row.state === 'paused' || row.state === 'hibernated') {
+      await this.transition(
+        row,
+        row.state === 'paused' ? 'resume' : 'wake',
+        'implicit, on use',
+        true,
+      );
+      row = await this.row(orgId, id);
+    }
     if (row.state !== 'running')
       throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${id} is ${row.state}`);
     await this.touch(row);
     return this.host.channel(id);
+  }
+
+  /** One lifecycle change at a time per sandbox: concurrent requests wait for it. */
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  private async locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(id) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(fn);
+    this.locks.set(id, next);
+    try {
+      return await next;
+    } finally {
+      if (this.locks.get(id) === next) this.locks.delete(id);
+    }
+  }
+
+  /** pause, resume, hibernate, wake: each allowed only from the states listed here. */
+  private static readonly TRANSITIONS = {
+    pause: { from: ['running'], to: 'paused' },
+    resume: { from: ['paused'], to: 'running' },
+    hibernate: { from: ['running', 'paused'], to: 'hibernated' },
+    wake: { from: ['hibernated'], to: 'running' },
+  } as const;
+
+  async transition(
+    row: SandboxRow,
+    action: keyof typeof SandboxService.TRANSITIONS,
+    cause: string,
+    /** Implicit transitions are satisfied when a concurrent request already made them. */
+    implicit = false,
+  ): Promise<Sandbox> {
+    const rule = SandboxService.TRANSITIONS[action];
+    return this.locked(row.id, async () => {
+      const current = await this.row(row.org_id, row.id);
+      if (!(implicit && current.state === rule.to)) {
+        if (!(rule.from as readonly string[]).includes(current.state)) {
+          throw new WarrenError(
+            'INVALID_STATE',
+            `cannot ${action} sandbox ${row.id}: it is ${current.state} (needs ${rule.from.join(' or ')})`,
+          );
+        }
+        if (action === 'pause') await this.host.pause(row.id);
+        else if (action === 'resume') await this.host.resume(row.id);
+        else if (action === 'hibernate') await this.host.hibernate(row.id);
+        else await this.host.wake(row.id, JSON.parse(current.env) as Record<string, string>);
+        await this.store.setState(row.id, rule.to, `${action} (${cause})`);
+      }
+      return this.get(row.org_id, row.id);
+    });
+  }
+
+  async events(orgId: string, id: string) {
+    await this.row(orgId, id);
+    return this.store.sandboxEvents(id);
   }
 
   /** Counts the end of a long operation (an exec that ran for minutes) as activity too. */
@@ -141,10 +205,12 @@ export class SandboxService {
 
   /** Destroys a sandbox; an already stopped one is left as it is (`deleted: false`). */
   async destroy(orgId: string, id: string, reason = 'deleted'): Promise<boolean> {
-    const row = await this.row(orgId, id);
-    if (row.state === 'stopped') return false;
-    await this.stop(row, reason);
-    return true;
+    return this.locked(id, async () => {
+      const row = await this.row(orgId, id);
+      if (row.state === 'stopped') return false;
+      await this.stop(row, reason);
+      return true;
+    });
   }
 
   private async stop(row: SandboxRow, reason: string): Promise<void> {
@@ -159,7 +225,7 @@ export class SandboxService {
   /** Destroys running sandboxes whose TTL has passed; returns their ids. */
   async reapExpired(): Promise<string[]> {
     const expired = await this.store.expiredSandboxes(new Date().toISOString());
-    for (const row of expired) await this.stop(row, 'ttl_expired');
+    for (const row of expired) await this.destroy(row.org_id, row.id, 'ttl_expired');
     return expired.map((r) => r.id);
   }
 
@@ -168,21 +234,24 @@ export class SandboxService {
     const rows = await this.store.sandboxesOnHost(this.host.id, [
       'creating',
       'running',
+      'paused',
       'stopping',
     ]);
-    const running = rows.filter((r) => r.state === 'running');
+    const live = (r: SandboxRow) => r.state === 'running' || r.state === 'paused';
+    const running = rows.filter(live);
     const lost = new Set(
       await this.host.reconcile(
         running.map((r) => ({
           id: r.id,
           memoryMb: r.memory_mb,
           env: JSON.parse(r.env) as Record<string, string>,
+          paused: r.state === 'paused',
         })),
       ),
     );
     for (const row of rows) {
-      if (row.state === 'running' && !lost.has(row.id)) continue;
-      const reason = row.state === 'running' ? 'lost' : `interrupted while ${row.state}`;
+      if (live(row) && !lost.has(row.id)) continue;
+      const reason = live(row) ? 'lost' : `interrupted while ${row.state}`;
       await this.host.destroySandbox(row.id);
       await this.store.setState(row.id, 'stopped', reason, {
         stopped_at: new Date().toISOString(),

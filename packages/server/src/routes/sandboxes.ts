@@ -6,6 +6,7 @@ import {
   IdParams,
   ListSandboxesQuery,
   Sandbox,
+  SandboxEventList,
   SandboxList,
   UpdateSandboxRequest,
 } from '@warren/protocol';
@@ -103,5 +104,43 @@ export const sandboxRoutes =
         id: req.params.id,
         deleted: await ctx.sandboxes.destroy(req.principal!.orgId, req.params.id),
       }),
+    );
+
+    for (const action of ['pause', 'resume', 'hibernate', 'wake'] as const) {
+      const summaries = {
+        pause: 'Pause: CPU frozen, memory kept',
+        resume: 'Resume a paused sandbox',
+        hibernate:
+          'Hibernate: memory, processes and files saved to disk; host memory and CPU freed',
+        wake: 'Wake a hibernated sandbox (any call that needs it also wakes it)',
+      };
+      app.post(
+        `/v1/sandboxes/:id/${action}`,
+        {
+          schema: {
+            tags: ['lifecycle'],
+            summary: summaries[action],
+            params: IdParams,
+            response: { 200: Sandbox, ...errors },
+          },
+        },
+        async (req) => {
+          const row = await ctx.sandboxes.row(req.principal!.orgId, req.params.id);
+          return ctx.sandboxes.transition(row, action, 'requested');
+        },
+      );
+    }
+
+    app.get(
+      '/v1/sandboxes/:id/events',
+      {
+        schema: {
+          tags: ['lifecycle'],
+          summary: 'State changes of a sandbox, oldest first, with time and cause',
+          params: IdParams,
+          response: { 200: SandboxEventList, ...errors },
+        },
+      },
+      async (req) => ({ items: await ctx.sandboxes.events(req.principal!.orgId, req.params.id) }),
     );
   };

@@ -199,7 +199,7 @@ export class Store {
     return this.db
       .selectFrom('sandboxes')
       .selectAll()
-      .where('state', '=', 'running')
+      .where('state', 'in', ['running', 'paused', 'hibernated'])
       .where('expires_at', '<', now)
       .execute();
   }
