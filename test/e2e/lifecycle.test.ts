@@ -4,7 +4,16 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
 
-const COUNTER = 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done';
+// One long-lived process that counts (a shell loop would spawn `sleep` 20 times a second).
+const COUNTER = [
+  'import time',
+  'i = 0',
+  'while True:',
+  '    i += 1',
+  "    open('/tmp/count.tmp', 'w').write(str(i))",
+  "    __import__('os').replace('/tmp/count.tmp', '/tmp/count')",
+  '    time.sleep(0.05)',
+].join('\n');
 
 describe('pause, resume, hibernate, wake (real gVisor)', () => {
   let p: TestPlatform;
@@ -19,7 +28,7 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
     id = await createSandbox(p, { template: 'base', env: { KEEP: 'me' } });
     await p.json(`/v1/sandboxes/${id}/processes`, {
       method: 'POST',
-      json: { cmd: 'sh', args: ['-c', COUNTER] },
+      json: { cmd: 'python3', args: ['-c', COUNTER] },
     });
     await p.api(`/v1/sandboxes/${id}/files?path=/root/data.txt`, {
       method: 'PUT',

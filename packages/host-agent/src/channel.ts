@@ -250,12 +250,18 @@ export class GuestChannel {
     this.ready = false;
   }
 
-  request(req: GuestRequest): Promise<GuestResponse> {
-    const session = this.session;
-    if (!session || !this.ready || session.closed || session.destroyed) {
-      return Promise.reject(new WarrenError('GUEST_UNAVAILABLE', 'sandbox agent is not connected'));
+  /**
+   * Sends a request. While the agent is away for a moment (a capture for a
+   * snapshot or fork, a restart of this process) the request waits for it to
+   * dial back in rather than fail.
+   */
+  async request(req: GuestRequest): Promise<GuestResponse> {
+    if (!this.connected || !this.ready) {
+      await this.waitReady(RECONNECT_WAIT_MS).catch(() => {
+        throw new WarrenError('GUEST_UNAVAILABLE', 'sandbox agent is not connected');
+      });
     }
-    return this.requestOn(session, req);
+    return this.requestOn(this.session!, req);
   }
 
   private requestOn(session: ClientHttp2Session, req: GuestRequest): Promise<GuestResponse> {
@@ -290,8 +296,13 @@ export class GuestChannel {
             : new WarrenError('GUEST_UNAVAILABLE', `sandbox agent channel failed: ${err.message}`),
         );
       stream.once('error', fail);
+      // A stream can also just close, without error or response, when the
+      // guest drops the connection (a checkpoint): that must not hang the caller.
+      const closed = () => fail(new Error('the connection closed before the answer'));
+      stream.once('close', closed);
       stream.once('response', (h) => {
         stream.off('error', fail);
+        stream.off('close', closed);
         stream.on('error', () => undefined);
         resolve({ status: Number(h[':status']), headers: h, body: stream });
       });
@@ -313,6 +324,7 @@ export class GuestChannel {
 }
 
 const DATA_DIAL_TIMEOUT_MS = 15_000;
+const RECONNECT_WAIT_MS = 10_000;
 
 async function listenOn(path: string, onConnection: (socket: Socket) => void): Promise<Server> {
   await unlink(path).catch(() => undefined);

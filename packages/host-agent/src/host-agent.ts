@@ -29,6 +29,8 @@ export interface HostAgentConfig {
 export interface CreateOnHost {
   id: string;
   template: string;
+  /** Restore this captured image (a snapshot) instead of the template's snapshot. */
+  from?: { imageDir: string; spec: SandboxSpec };
   cpu: number;
   memoryMb: number;
   env: Record<string, string>;
@@ -179,8 +181,14 @@ export class HostAgent {
    * it does not fit the memory budget; on any failure nothing is left behind.
    */
   async createSandbox(req: CreateOnHost): Promise<void> {
-    const template = await this.templates.get(req.template);
-    const guest = await this.guestBundle();
+    // A snapshot restores with the root and guest agent it was captured with.
+    const source = req.from
+      ? { image: req.from.imageDir, rootfs: req.from.spec.rootfs, guestDir: req.from.spec.guestDir }
+      : await this.templates.get(req.template).then(async (t) => ({
+          image: t.snapshot,
+          rootfs: t.rootfs,
+          guestDir: (await this.guestBundle()).dir,
+        }));
     if (this.sandboxes.has(req.id))
       throw new WarrenError('INTERNAL', `sandbox ${req.id} already exists on this host`);
     this.reserve(req.id, req.memoryMb);
@@ -199,8 +207,8 @@ export class HostAgent {
       undo.push(() => channel.close());
       const spec: SandboxSpec = {
         id: req.id,
-        rootfs: template.rootfs,
-        guestDir: guest.dir,
+        rootfs: source.rootfs,
+        guestDir: source.guestDir,
         channelDir,
         workDir,
         cpu: req.cpu,
@@ -210,7 +218,7 @@ export class HostAgent {
       };
       await writeFile(join(workDir, SPEC_FILE), JSON.stringify(spec));
       undo.push(() => this.driver.destroy(req.id));
-      await this.driver.restore(spec, template.snapshot);
+      await this.driver.restore(spec, source.image);
       await channel.waitReady(this.config.readyTimeoutMs);
       this.sandboxes.set(req.id, {
         id: req.id,
@@ -261,6 +269,30 @@ export class HostAgent {
     await this.driver.resume(id);
     sbx.paused = false;
     await sbx.channel.waitReady(this.config.readyTimeoutMs);
+  }
+
+  /**
+   * Captures memory, processes and files of a running sandbox into imageDir
+   * while it goes on running; it is unavailable only for the capture itself.
+   * Returns the spec to restore copies with and how long the sandbox was held.
+   */
+  async capture(id: string, imageDir: string): Promise<{ spec: SandboxSpec; pausedMs: number }> {
+    const sbx = this.live(id);
+    if (sbx.paused) await this.resume(id);
+    const spec = JSON.parse(await readFile(join(sbx.workDir, SPEC_FILE), 'utf8')) as SandboxSpec;
+    const started = performance.now();
+    await sbx.channel.closeListener();
+    try {
+      await sbx.channel.json({ method: 'POST', path: GUEST_PATHS.prepareCheckpoint });
+      await sbx.channel.waitDisconnected(10_000);
+      await rm(imageDir, { recursive: true, force: true });
+      await this.driver.checkpoint(id, imageDir, { leaveRunning: true });
+    } finally {
+      // The agent dials back in as soon as its socket is there again.
+      await sbx.channel.listen();
+    }
+    await sbx.channel.waitReady(this.config.readyTimeoutMs);
+    return { spec, pausedMs: performance.now() - started };
   }
 
   /**

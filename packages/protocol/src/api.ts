@@ -38,6 +38,14 @@ export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength:
 export const CreateSandboxRequest = Type.Object(
   {
     template: Type.String({ default: 'base', minLength: 1, maxLength: 64 }),
+    from_snapshot: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description:
+          'Continue from this snapshot (processes, memory and files as captured) instead of a template.',
+      }),
+    ),
     metadata: Type.Optional(Labels),
     env: Type.Optional(EnvVars),
     ttl_seconds: Type.Optional(
@@ -94,8 +102,47 @@ export const Sandbox = Type.Object({
   expires_at: Type.String({ format: 'date-time', description: 'last_activity_at + ttl_seconds' }),
   stopped_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   stop_reason: Type.Union([Type.String(), Type.Null()]),
+  parent_id: Type.Union([Type.String(), Type.Null()], {
+    description: 'The sandbox this one was forked or restored from.',
+  }),
+  snapshot_id: Type.Union([Type.String(), Type.Null()], {
+    description: 'The snapshot it was started from.',
+  }),
 });
 export type Sandbox = Static<typeof Sandbox>;
+
+export const Snapshot = Type.Object({
+  id: Type.String({ examples: ['snap_0123456789abcdef'] }),
+  org_id: Type.String(),
+  sandbox_id: Type.String({ description: 'The sandbox it was captured from.' }),
+  template: Type.String(),
+  cpu: Type.Number(),
+  memory_mb: Type.Integer(),
+  size_bytes: Type.Integer(),
+  parent_pause_ms: Type.Number({ description: 'How long the sandbox was held for the capture.' }),
+  created_at: Type.String({ format: 'date-time' }),
+});
+export type Snapshot = Static<typeof Snapshot>;
+export const SnapshotList = Type.Object({ items: Type.Array(Snapshot) });
+export const SnapshotParams = Type.Object(
+  { snapshot_id: Type.String({ minLength: 1, maxLength: 64 }) },
+  Strict,
+);
+
+export const ForkTreeRequest = Type.Object(
+  {
+    count: Type.Integer({ minimum: 1, maximum: 16, description: 'How many children (1 to 16).' }),
+    metadata: Type.Optional(Labels),
+    ttl_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 })),
+  },
+  Strict,
+);
+export type ForkTreeRequest = Static<typeof ForkTreeRequest>;
+export const ForkTreeResult = Type.Object({
+  parent_id: Type.String(),
+  parent_pause_ms: Type.Number({ description: 'How long the parent was held for the capture.' }),
+  children: Type.Array(Sandbox),
+});
 
 export const ListSandboxesQuery = Type.Object(
   {

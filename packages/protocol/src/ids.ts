@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 /** Every resource id carries a type prefix so a stray id (or a leaked token) is recognisable. */
 export const ID_PREFIX = {
   sandbox: 'sbx',
+  snapshot: 'snap',
   template: 'tpl',
   organisation: 'org',
   token: 'tok',

@@ -17,6 +17,7 @@ import { fileRoutes } from './routes/files';
 import { healthRoutes } from './routes/health';
 import { sandboxRoutes } from './routes/sandboxes';
 import { templateRoutes } from './routes/templates';
+import { snapshotRoutes } from './routes/snapshots';
 import { auditRoutes } from './routes/audit';
 
 declare module 'fastify' {
@@ -155,6 +156,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   await app.register(execRoutes(ctx));
   await app.register(fileRoutes(ctx));
   await app.register(templateRoutes(ctx));
+  await app.register(snapshotRoutes(ctx));
   await app.register(auditRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;

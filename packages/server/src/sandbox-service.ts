@@ -2,16 +2,20 @@
  * Control-plane logic of sandboxes: validation against templates, records
  * and state changes in the store, placement on the host agent, TTL.
  */
+import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import {
   WarrenError,
   newId,
   type CreateSandboxRequest,
+  type ForkTreeRequest,
   type Sandbox,
   type SandboxState,
+  type Snapshot,
 } from '@warren/protocol';
-import type { GuestChannel, HostAgent } from '@warren/host-agent';
+import type { GuestChannel, HostAgent, SandboxSpec } from '@warren/host-agent';
 import type { Config } from './config';
-import type { SandboxRow, Store } from './store/store';
+import type { SandboxRow, SnapshotRow, Store } from './store/store';
 
 export function toApi(row: SandboxRow): Sandbox {
   return {
@@ -30,7 +34,56 @@ export function toApi(row: SandboxRow): Sandbox {
     expires_at: row.expires_at,
     stopped_at: row.stopped_at,
     stop_reason: row.stop_reason,
+    parent_id: row.parent_id,
+    snapshot_id: row.snapshot_id,
   };
+}
+
+export function snapshotToApi(row: SnapshotRow): Snapshot {
+  const {
+    id,
+    org_id,
+    sandbox_id,
+    template,
+    cpu,
+    memory_mb,
+    size_bytes,
+    parent_pause_ms,
+    created_at,
+  } = row;
+  return {
+    id,
+    org_id,
+    sandbox_id,
+    template,
+    cpu,
+    memory_mb,
+    size_bytes,
+    parent_pause_ms,
+    created_at,
+  };
+}
+
+async function dirBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) total += (await stat(join(e.parentPath, e.name))).size;
+  }
+  return total;
+}
+
+interface LaunchOptions {
+  template: string;
+  cpu?: number;
+  memoryMb?: number;
+  env: Record<string, string>;
+  metadata?: Record<string, string>;
+  ttlSeconds?: number;
+  parentId?: string;
+  snapshotId?: string;
+  from?: { imageDir: string; spec: SandboxSpec };
+  /** Recorded as the cause of the change to running. */
+  cause: string;
 }
 
 function later(from: Date, seconds: number): string {
@@ -45,9 +98,37 @@ export class SandboxService {
   ) {}
 
   async create(orgId: string, req: CreateSandboxRequest): Promise<Sandbox> {
-    const template = await this.host.templates.get(req.template);
-    const cpu = req.cpu ?? template.default_cpu;
-    const memoryMb = req.memory_mb ?? template.default_memory_mb;
+    if (req.from_snapshot) {
+      const snap = await this.snapshotRow(orgId, req.from_snapshot);
+      return this.launch(orgId, {
+        template: snap.template,
+        cpu: req.cpu ?? snap.cpu,
+        memoryMb: req.memory_mb ?? snap.memory_mb,
+        env: { ...(JSON.parse(snap.env) as Record<string, string>), ...req.env },
+        metadata: req.metadata,
+        ttlSeconds: req.ttl_seconds,
+        parentId: snap.sandbox_id,
+        snapshotId: snap.id,
+        from: await this.snapshotSource(snap.id),
+        cause: `restored from snapshot ${snap.id}`,
+      });
+    }
+    return this.launch(orgId, {
+      template: req.template,
+      cpu: req.cpu,
+      memoryMb: req.memory_mb,
+      env: req.env ?? {},
+      metadata: req.metadata,
+      ttlSeconds: req.ttl_seconds,
+      cause: 'restored from template snapshot',
+    });
+  }
+
+  /** Records a new sandbox and has the host restore it; on failure nothing of it remains. */
+  private async launch(orgId: string, o: LaunchOptions): Promise<Sandbox> {
+    const template = await this.host.templates.get(o.template);
+    const cpu = o.cpu ?? template.default_cpu;
+    const memoryMb = o.memoryMb ?? template.default_memory_mb;
     if (cpu > template.max_cpu || memoryMb > template.max_memory_mb || memoryMb < 64) {
       throw new WarrenError(
         'RESOURCES_OUT_OF_RANGE',
@@ -56,8 +137,7 @@ export class SandboxService {
       );
     }
     const now = new Date();
-    const ttl = req.ttl_seconds ?? this.config.defaultTtlSeconds;
-    const env = req.env ?? {};
+    const ttl = o.ttlSeconds ?? this.config.defaultTtlSeconds;
     const row: SandboxRow = {
       id: newId('sandbox'),
       org_id: orgId,
@@ -66,25 +146,140 @@ export class SandboxService {
       state: 'creating',
       cpu,
       memory_mb: memoryMb,
-      metadata: JSON.stringify(req.metadata ?? {}),
-      env: JSON.stringify(env),
+      metadata: JSON.stringify(o.metadata ?? {}),
+      env: JSON.stringify(o.env),
       ttl_seconds: ttl,
       created_at: now.toISOString(),
       last_activity_at: now.toISOString(),
       expires_at: later(now, ttl),
       stopped_at: null,
       stop_reason: null,
+      parent_id: o.parentId ?? null,
+      snapshot_id: o.snapshotId ?? null,
     };
     await this.store.insertSandbox(row, 'create');
     try {
-      await this.host.createSandbox({ id: row.id, template: template.name, cpu, memoryMb, env });
+      await this.host.createSandbox({
+        id: row.id,
+        template: template.name,
+        cpu,
+        memoryMb,
+        env: o.env,
+        from: o.from,
+      });
     } catch (err) {
       // Nothing half-created survives: the host agent has already undone its part.
       await this.store.deleteSandboxRow(row.id);
       throw err;
     }
-    await this.store.setState(row.id, 'running', 'restored from template snapshot');
+    await this.store.setState(row.id, 'running', o.cause);
     return this.get(orgId, row.id);
+  }
+
+  // ---- snapshots and forks ----
+
+  private snapshotDir(id: string): string {
+    return join(this.config.home, 'snapshots', id);
+  }
+
+  private async snapshotSource(id: string): Promise<{ imageDir: string; spec: SandboxSpec }> {
+    const dir = this.snapshotDir(id);
+    const spec = JSON.parse(await readFile(join(dir, 'spec.json'), 'utf8')) as SandboxSpec;
+    return { imageDir: join(dir, 'image'), spec };
+  }
+
+  async snapshotRow(orgId: string, id: string): Promise<SnapshotRow> {
+    const snap = await this.store.getSnapshot(orgId, id);
+    if (!snap) throw new WarrenError('SNAPSHOT_NOT_FOUND', `snapshot ${id} does not exist`);
+    return snap;
+  }
+
+  /** Captures memory, processes and files of a running sandbox; it goes on running. */
+  async snapshot(orgId: string, id: string): Promise<Snapshot> {
+    await this.use(orgId, id); // wakes a paused or hibernated sandbox first
+    const row = await this.row(orgId, id);
+    const snapId = newId('snapshot');
+    const dir = this.snapshotDir(snapId);
+    return this.locked(id, async () => {
+      try {
+        const { spec, pausedMs } = await this.host.capture(id, join(dir, 'image'));
+        await writeFile(join(dir, 'spec.json'), JSON.stringify(spec));
+        const snap: SnapshotRow = {
+          id: snapId,
+          org_id: orgId,
+          host_id: this.host.id,
+          sandbox_id: id,
+          template: row.template,
+          cpu: row.cpu,
+          memory_mb: row.memory_mb,
+          env: row.env,
+          size_bytes: await dirBytes(dir),
+          parent_pause_ms: Math.round(pausedMs),
+          created_at: new Date().toISOString(),
+        };
+        await this.store.insertSnapshot(snap);
+        return snapshotToApi(snap);
+      } catch (err) {
+        await rm(dir, { recursive: true, force: true });
+        throw err;
+      }
+    });
+  }
+
+  async deleteSnapshot(orgId: string, id: string): Promise<void> {
+    await this.snapshotRow(orgId, id);
+    await this.store.deleteSnapshot(id);
+    // Restored sandboxes hold no reference to the image: it is read whole at restore.
+    await rm(this.snapshotDir(id), { recursive: true, force: true });
+  }
+
+  /**
+   * N children from one capture of the parent's memory and files. The parent
+   * keeps running; it is held only for the capture. All or nothing.
+   */
+  async forkTree(orgId: string, id: string, req: ForkTreeRequest) {
+    await this.use(orgId, id);
+    const parent = await this.row(orgId, id);
+    const { memory_budget_mb, memory_reserved_mb } = this.host.capacity();
+    const need = parent.memory_mb * req.count;
+    if (need > memory_budget_mb - memory_reserved_mb) {
+      throw new WarrenError(
+        'INSUFFICIENT_CAPACITY',
+        `${req.count} children of ${parent.memory_mb} MiB need ${need} MiB; ${memory_budget_mb - memory_reserved_mb} MiB free`,
+        { requested_mb: need, free_mb: memory_budget_mb - memory_reserved_mb },
+      );
+    }
+    const dir = join(this.config.home, 'snapshots', `.fork-${newId('snapshot')}`);
+    try {
+      const { spec, pausedMs } = await this.locked(id, () =>
+        this.host.capture(id, join(dir, 'image')),
+      );
+      const launched = await Promise.allSettled(
+        Array.from({ length: req.count }, () =>
+          this.launch(orgId, {
+            template: parent.template,
+            cpu: parent.cpu,
+            memoryMb: parent.memory_mb,
+            env: JSON.parse(parent.env) as Record<string, string>,
+            metadata: req.metadata ?? (JSON.parse(parent.metadata) as Record<string, string>),
+            ttlSeconds: req.ttl_seconds ?? parent.ttl_seconds,
+            parentId: id,
+            from: { imageDir: join(dir, 'image'), spec },
+            cause: `forked from ${id}`,
+          }),
+        ),
+      );
+      const children = launched.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+      const failed = launched.find((r) => r.status === 'rejected');
+      if (failed) {
+        for (const c of children)
+          await this.destroy(orgId, c.id, 'fork-tree failed').catch(() => undefined);
+        throw failed.reason;
+      }
+      return { parent_id: id, parent_pause_ms: Math.round(pausedMs), children };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   }
 
   async row(orgId: string, id: string): Promise<SandboxRow> {

@@ -39,8 +39,11 @@ export interface RuntimeDriver {
   boot(spec: SandboxSpec): Promise<void>;
   /** Starts a sandbox from a checkpoint image; the spec's mounts must match the image's. */
   restore(spec: SandboxSpec, imageDir: string): Promise<void>;
-  /** Saves the sandbox into imageDir; the sandbox is stopped afterwards. */
-  checkpoint(id: string, imageDir: string): Promise<void>;
+  /**
+   * Saves the sandbox into imageDir. The sandbox is stopped afterwards, unless
+   * leaveRunning: then it goes on running (a capture for snapshots and forks).
+   */
+  checkpoint(id: string, imageDir: string, opts?: { leaveRunning?: boolean }): Promise<void>;
   pause(id: string): Promise<void>;
   resume(id: string): Promise<void>;
   /** Stops a sandbox at once: none of its processes runs afterwards. Removal may follow later. */

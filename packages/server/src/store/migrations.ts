@@ -86,4 +86,24 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002_snapshots': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('snapshots')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organisations.id'))
+        .addColumn('host_id', 'text', (c) => c.notNull())
+        .addColumn('sandbox_id', 'text', (c) => c.notNull())
+        .addColumn('template', 'text', (c) => c.notNull())
+        .addColumn('cpu', 'real', (c) => c.notNull())
+        .addColumn('memory_mb', 'integer', (c) => c.notNull())
+        .addColumn('env', 'text', (c) => c.notNull().defaultTo('{}'))
+        .addColumn('size_bytes', 'integer', (c) => c.notNull())
+        .addColumn('parent_pause_ms', 'real', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.alterTable('sandboxes').addColumn('parent_id', 'text').execute();
+      await db.schema.alterTable('sandboxes').addColumn('snapshot_id', 'text').execute();
+    },
+  },
 };

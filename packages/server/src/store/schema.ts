@@ -34,6 +34,22 @@ export interface SandboxTable {
   expires_at: string;
   stopped_at: string | null;
   stop_reason: string | null;
+  parent_id: string | null;
+  snapshot_id: string | null;
+}
+
+export interface SnapshotTable {
+  id: string;
+  org_id: string;
+  host_id: string;
+  sandbox_id: string;
+  template: string;
+  cpu: number;
+  memory_mb: number;
+  env: string;
+  size_bytes: number;
+  parent_pause_ms: number;
+  created_at: string;
 }
 
 export interface SandboxEventTable {
@@ -62,6 +78,7 @@ export interface Database {
   organisations: OrganisationTable;
   api_tokens: ApiTokenTable;
   sandboxes: SandboxTable;
+  snapshots: SnapshotTable;
   sandbox_events: SandboxEventTable;
   audit_events: AuditEventTable;
 }

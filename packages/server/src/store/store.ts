@@ -6,9 +6,10 @@
 import { Kysely, Migrator, sql, type Dialect, type Selectable } from 'kysely';
 import { WarrenError, type SandboxState } from '@warren/protocol';
 import { migrations } from './migrations';
-import type { AuditEventTable, Database, SandboxTable } from './schema';
+import type { AuditEventTable, Database, SandboxTable, SnapshotTable } from './schema';
 
 export type SandboxRow = Selectable<SandboxTable>;
+export type SnapshotRow = Selectable<SnapshotTable>;
 export type AuditRow = Omit<Selectable<AuditEventTable>, 'id'>;
 
 export interface SandboxFilter {
@@ -225,6 +226,34 @@ export class Store {
       .execute();
     for (const { id } of old) await this.deleteSandboxRow(id);
     return old.length;
+  }
+
+  // ---- snapshots ----
+
+  async insertSnapshot(row: SnapshotRow): Promise<void> {
+    await this.db.insertInto('snapshots').values(row).execute();
+  }
+
+  async getSnapshot(orgId: string, id: string): Promise<SnapshotRow | undefined> {
+    return this.db
+      .selectFrom('snapshots')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+  }
+
+  async listSnapshots(orgId: string): Promise<SnapshotRow[]> {
+    return this.db
+      .selectFrom('snapshots')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .orderBy('created_at', 'desc')
+      .execute();
+  }
+
+  async deleteSnapshot(id: string): Promise<void> {
+    await this.db.deleteFrom('snapshots').where('id', '=', id).execute();
   }
 
   // ---- audit ----

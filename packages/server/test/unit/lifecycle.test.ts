@@ -406,6 +406,8 @@ describe('store: list pagination and metadata filter', () => {
     expires_at: over.created_at,
     stopped_at: null,
     stop_reason: null,
+    parent_id: null,
+    snapshot_id: null,
     ...over,
   });
 

@@ -63,11 +63,15 @@ export class FakeDriver implements RuntimeDriver {
     this.start(spec);
   }
 
-  async checkpoint(id: string, imageDir: string): Promise<void> {
+  async checkpoint(
+    id: string,
+    imageDir: string,
+    opts: { leaveRunning?: boolean } = {},
+  ): Promise<void> {
     this.check('checkpoint', id);
     await mkdir(imageDir, { recursive: true });
     await writeFile(join(imageDir, 'fake.img'), id);
-    await this.destroy(id);
+    if (!opts.leaveRunning) await this.destroy(id);
   }
 
   async pause(id: string): Promise<void> {

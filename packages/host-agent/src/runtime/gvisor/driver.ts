@@ -39,9 +39,15 @@ export class GvisorDriver implements RuntimeDriver {
     );
   }
 
-  async checkpoint(id: string, imageDir: string): Promise<void> {
+  async checkpoint(
+    id: string,
+    imageDir: string,
+    opts: { leaveRunning?: boolean } = {},
+  ): Promise<void> {
     await mkdir(imageDir, { recursive: true });
-    await runsc(this.opts, ['checkpoint', '--image-path', imageDir, id]);
+    const leave = opts.leaveRunning ? ['--leave-running'] : [];
+    await runsc(this.opts, ['checkpoint', ...leave, '--image-path', imageDir, id]);
+    if (opts.leaveRunning) return;
     // runsc returns before it records the sandbox as stopped (about two seconds later).
     for (let waited = 0; waited < 10_000 && (await this.status(id)) === 'running'; waited += 50) {
       await new Promise((r) => setTimeout(r, 50));

@@ -1,0 +1,103 @@
+/** Snapshots of running sandboxes, and fork-trees: many children from one capture. */
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import {
+  ForkTreeRequest,
+  ForkTreeResult,
+  IdParams,
+  Snapshot,
+  SnapshotList,
+  SnapshotParams,
+} from '@warren/protocol';
+import type { AppContext } from '../context';
+import { snapshotToApi } from '../sandbox-service';
+import { NoContent, errors } from './responses';
+
+export const snapshotRoutes =
+  (ctx: AppContext): FastifyPluginAsync =>
+  async (fastify) => {
+    const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+    app.post(
+      '/v1/sandboxes/:id/snapshots',
+      {
+        schema: {
+          tags: ['snapshots'],
+          summary:
+            'Capture memory, processes and files of a running sandbox; it goes on running (held only for the capture)',
+          params: IdParams,
+          response: { 201: Snapshot, ...errors },
+        },
+      },
+      async (req, reply) => {
+        const snap = await ctx.sandboxes.snapshot(req.principal!.orgId, req.params.id);
+        return reply.status(201).send(snap);
+      },
+    );
+
+    app.get(
+      '/v1/snapshots',
+      {
+        schema: {
+          tags: ['snapshots'],
+          summary: 'List snapshots, newest first',
+          response: { 200: SnapshotList, ...errors },
+        },
+      },
+      async (req) => ({
+        items: (await ctx.store.listSnapshots(req.principal!.orgId)).map(snapshotToApi),
+      }),
+    );
+
+    app.get(
+      '/v1/snapshots/:snapshot_id',
+      {
+        schema: {
+          tags: ['snapshots'],
+          summary: 'Get a snapshot',
+          params: SnapshotParams,
+          response: { 200: Snapshot, ...errors },
+        },
+      },
+      async (req) =>
+        snapshotToApi(
+          await ctx.sandboxes.snapshotRow(req.principal!.orgId, req.params.snapshot_id),
+        ),
+    );
+
+    app.delete(
+      '/v1/snapshots/:snapshot_id',
+      {
+        schema: {
+          tags: ['snapshots'],
+          summary:
+            'Delete a snapshot and free its storage (sandboxes started from it are unaffected)',
+          params: SnapshotParams,
+          response: { 204: NoContent, ...errors },
+        },
+      },
+      async (req, reply) => {
+        req.auditResource = { type: 'snapshot', id: req.params.snapshot_id };
+        await ctx.sandboxes.deleteSnapshot(req.principal!.orgId, req.params.snapshot_id);
+        return reply.status(204).send(null);
+      },
+    );
+
+    app.post(
+      '/v1/sandboxes/:id/fork-tree',
+      {
+        schema: {
+          tags: ['snapshots'],
+          summary:
+            'Fork N (1 to 16) children from one capture of the running parent; all or nothing',
+          params: IdParams,
+          body: ForkTreeRequest,
+          response: { 201: ForkTreeResult, ...errors },
+        },
+      },
+      async (req, reply) => {
+        const result = await ctx.sandboxes.forkTree(req.principal!.orgId, req.params.id, req.body);
+        return reply.status(201).send(result);
+      },
+    );
+  };
