@@ -114,3 +114,14 @@ export async function exec(p: TestPlatform, id: string, body: Record<string, unk
     pid: number;
   }>(`/v1/sandboxes/${id}/exec`, { method: 'POST', json: body });
 }
+
+/** A python3 program for a background process that counts to /tmp/count 20 times a second. */
+export const COUNTER = [
+  'import time',
+  'i = 0',
+  'while True:',
+  '    i += 1',
+  "    open('/tmp/count.tmp', 'w').write(str(i))",
+  "    __import__('os').replace('/tmp/count.tmp', '/tmp/count')",
+  '    time.sleep(0.05)',
+].join('\n');

@@ -2,18 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
-
-// One long-lived process that counts (a shell loop would spawn `sleep` 20 times a second).
-const COUNTER = [
-  'import time',
-  'i = 0',
-  'while True:',
-  '    i += 1',
-  "    open('/tmp/count.tmp', 'w').write(str(i))",
-  "    __import__('os').replace('/tmp/count.tmp', '/tmp/count')",
-  '    time.sleep(0.05)',
-].join('\n');
+import { COUNTER, createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
 
 describe('snapshots and fork-trees of running sandboxes (real gVisor)', () => {
   let p: TestPlatform;
