@@ -16,6 +16,9 @@ const CONCURRENT = 8;
 const EXECS = Number(process.env.BENCH_EXECS ?? 40);
 const FILE_MB = 100;
 const FILE_RUNS = Number(process.env.BENCH_FILE_RUNS ?? 3);
+const LIFECYCLE_RUNS = Number(process.env.BENCH_LIFECYCLE_RUNS ?? 3);
+const extra: string[] = [];
+const fromSnapRatio: number[][] = [];
 
 const now = () => performance.now();
 
@@ -48,7 +51,7 @@ class Direct {
     });
   }
   /** runsc restore of the template image, then runsc exec of `true`: a command has run. */
-  async restoreAndExec(p: TestPlatform): Promise<[number, string]> {
+  async restoreAndExec(p: TestPlatform, image?: string): Promise<[number, string]> {
     const t = await p.context.host.templates.get('base');
     const guest = join(p.context.config.templatesDir, '.guest', t.guest_key);
     const id = `direct-${process.pid}-${this.n++}`;
@@ -66,7 +69,7 @@ class Direct {
       env: {},
     };
     const started = now();
-    await this.driver.restore(spec, t.snapshot);
+    await this.driver.restore(spec, image ?? t.snapshot);
     await this.runsc(['exec', id, 'true']);
     return [now() - started, id];
   }
@@ -214,7 +217,125 @@ async function main(): Promise<void> {
       await direct.runsc(['exec', dsbx, 'rm', '-f', '/tmp/big']);
     }
     rows.push(up, down);
-    await destroyDirect([dsbx]);
+
+    // Snapshots, restores from them, hibernate and wake, fork-tree (issue 3).
+    const snapRow: Row = {
+      name: 'snapshot of a running sandbox',
+      unit: 'ms',
+      warren: [],
+      direct: [],
+      directName: 'runsc checkpoint --leave-running',
+    };
+    const fromSnap: Row = {
+      name: 'snapshot -> first exec',
+      unit: 'ms',
+      warren: [],
+      direct: [],
+      directName: 'runsc restore of it + runsc exec true',
+    };
+    const hib: Row = {
+      name: 'hibernate',
+      unit: 'ms',
+      warren: [],
+      direct: [],
+      directName: 'runsc checkpoint (stops it)',
+    };
+    const wake: Row = {
+      name: 'wake -> first exec',
+      unit: 'ms',
+      warren: [],
+      direct: [],
+      directName: 'runsc restore + runsc exec true',
+    };
+    let snapBytes = 0;
+    let live = dsbx;
+    for (let i = 0; i < LIFECYCLE_RUNS; i++) {
+      const [ws, snap] = await timed(() =>
+        p.json<{ id: string; size_bytes: number }>(`/v1/sandboxes/${sbx}/snapshots`, {
+          method: 'POST',
+        }),
+      );
+      snapRow.warren.push(ws);
+      snapBytes = snap.size_bytes;
+      const [wr, child] = await timed(async () => {
+        const c = await p.json<{ id: string }>('/v1/sandboxes', {
+          method: 'POST',
+          json: { from_snapshot: snap.id },
+        });
+        await p.json(`/v1/sandboxes/${c.id}/exec`, { method: 'POST', json: { cmd: 'true' } });
+        return c.id;
+      });
+      fromSnap.warren.push(wr);
+      await deleteAll([child]);
+      await p.api(`/v1/snapshots/${snap.id}`, { method: 'DELETE' });
+      hib.warren.push(
+        (await timed(() => p.json(`/v1/sandboxes/${sbx}/hibernate`, { method: 'POST' })))[0],
+      );
+      wake.warren.push(
+        (
+          await timed(async () => {
+            await p.json(`/v1/sandboxes/${sbx}/wake`, { method: 'POST' });
+            await p.json(`/v1/sandboxes/${sbx}/exec`, { method: 'POST', json: { cmd: 'true' } });
+          })
+        )[0],
+      );
+
+      const image = join(direct.dir, `snap-${i}`);
+      snapRow.direct.push(
+        (
+          await timed(() =>
+            direct.runsc(['checkpoint', '--leave-running', '--image-path', image, live]),
+          )
+        )[0],
+      );
+      const [dr, dchild] = await direct.restoreAndExec(p, image);
+      fromSnap.direct.push(dr);
+      await destroyDirect([dchild]);
+      const hibImage = join(direct.dir, `hib-${i}`);
+      hib.direct.push(
+        (await timed(() => direct.runsc(['checkpoint', '--image-path', hibImage, live])))[0],
+      );
+      await destroyDirect([live]);
+      const [dw, woken] = await direct.restoreAndExec(p, hibImage);
+      wake.direct.push(dw);
+      live = woken;
+    }
+    rows.push(snapRow, fromSnap, hib, wake);
+    fromSnapRatio.push(fromSnap.warren, fromSnap.direct);
+
+    const fork: Row = {
+      name: 'fork-tree of 16 until all answer exec',
+      unit: 'ms',
+      warren: [],
+      direct: [],
+      directName: '16 x (runsc restore + exec) at once',
+    };
+    const [wf, tree] = await timed(async () => {
+      const r = await p.json<{ parent_pause_ms: number; children: Array<{ id: string }> }>(
+        `/v1/sandboxes/${sbx}/fork-tree`,
+        { method: 'POST', json: { count: 16 } },
+      );
+      await Promise.all(
+        r.children.map((c) =>
+          p.json(`/v1/sandboxes/${c.id}/exec`, { method: 'POST', json: { cmd: 'true' } }),
+        ),
+      );
+      return r;
+    });
+    fork.warren.push(wf);
+    await deleteAll(tree.children.map((c) => c.id));
+    const forkImage = join(direct.dir, 'fork');
+    await direct.runsc(['checkpoint', '--leave-running', '--image-path', forkImage, live]);
+    const [df, dkids] = await timed(() =>
+      Promise.all(Array.from({ length: 16 }, () => direct.restoreAndExec(p, forkImage))),
+    );
+    fork.direct.push(df);
+    await destroyDirect(dkids.map((k) => k[1]));
+    rows.push(fork);
+    await destroyDirect([live]);
+    extra.push(
+      `snapshot size: ${(snapBytes / 1048576).toFixed(1)} MiB; fork-tree parent pause: ${tree.parent_pause_ms} ms`,
+    );
 
     console.log(
       `\nWarren benchmark — runsc ${p.context.runtimeVersion}, ${new Date().toISOString()}\n`,
@@ -225,6 +346,10 @@ async function main(): Promise<void> {
       `exec round trip median at least 3x faster than runsc exec: ${(median(execRow.direct) / median(execRow.warren)).toFixed(2)}x faster`,
     ];
     console.log('\nTargets:\n  ' + targets.join('\n  '));
+    extra.push(
+      `snapshot -> first exec median within 1.3x of direct restore: ${(median(fromSnapRatio[0]!) / median(fromSnapRatio[1]!)).toFixed(2)}x`,
+    );
+    if (extra.length) console.log('\n' + extra.join('\n'));
     writeFileSync(
       join(p.context.config.templatesDir, '..', 'bench-latest.json'),
       JSON.stringify({ at: new Date().toISOString(), rows }, null, 2),
