@@ -211,6 +211,51 @@ export class GuestChannel {
     });
   }
 
+  /** Requests on the current connection that have not finished. */
+  private inflight = 0;
+  private onIdle: (() => void) | null = null;
+
+  /**
+   * Makes the guest drop its connection for a checkpoint: new requests wait
+   * (they are served once the agent dials back in), requests in flight get up
+   * to `drainMs` to finish, then the listener closes and the agent is told
+   * to disconnect. Afterwards, `listen()` lets it dial back in.
+   */
+  async prepareCheckpoint(drainMs = 2_000): Promise<void> {
+    const session = this.session;
+    this.ready = false;
+    if (this.inflight > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, drainMs);
+        this.onIdle = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.onIdle = null;
+    }
+    try {
+      await this.closeListener();
+      if (!session || session.closed || session.destroyed) return;
+      const res = await this.requestOn(session, {
+        method: 'POST',
+        path: GUEST_PATHS.prepareCheckpoint,
+      });
+      await readText(res.body);
+      if (res.status !== 200)
+        throw new WarrenError(
+          'GUEST_UNAVAILABLE',
+          'the sandbox agent refused to prepare a checkpoint',
+        );
+      await this.waitDisconnected(10_000);
+    } catch (err) {
+      // Not disconnected after all: the connection serves again.
+      if (this.session === session && session && !session.closed && !session.destroyed)
+        this.ready = true;
+      throw err;
+    }
+  }
+
   /** Stops accepting connections and removes the socket file (before a checkpoint). */
   async closeListener(): Promise<void> {
     // close() stops accepting at once; its callback would wait for live connections too.
@@ -265,6 +310,22 @@ export class GuestChannel {
   }
 
   private requestOn(session: ClientHttp2Session, req: GuestRequest): Promise<GuestResponse> {
+    this.inflight += 1;
+    let counted = true;
+    const done = () => {
+      if (!counted) return;
+      counted = false;
+      this.inflight -= 1;
+      if (this.inflight === 0) this.onIdle?.();
+    };
+    return this.send(session, req, done);
+  }
+
+  private send(
+    session: ClientHttp2Session,
+    req: GuestRequest,
+    done: () => void,
+  ): Promise<GuestResponse> {
     const url = new URL(req.path, 'http://guest');
     for (const [k, v] of Object.entries(req.query ?? {}))
       if (v !== undefined) url.searchParams.set(k, v);
@@ -281,6 +342,7 @@ export class GuestChannel {
           endStream: req.json === undefined && req.body === undefined,
         });
       } catch (err) {
+        done();
         reject(
           new WarrenError(
             'GUEST_UNAVAILABLE',
@@ -289,6 +351,8 @@ export class GuestChannel {
         );
         return;
       }
+      // Counted until the stream is over: streamed answers (exec output) too.
+      stream.once('close', done);
       const fail = (err: Error) =>
         reject(
           err instanceof WarrenError

@@ -163,9 +163,7 @@ export class HostAgent {
         });
         await channel.json({ method: 'GET', path: GUEST_PATHS.filesStat, query: { path: '/' } });
       }
-      await channel.closeListener();
-      await channel.json({ method: 'POST', path: GUEST_PATHS.prepareCheckpoint });
-      await channel.waitDisconnected(10_000);
+      await channel.prepareCheckpoint();
       await rm(imageDir, { recursive: true, force: true });
       await this.driver.checkpoint(id, imageDir);
       return imageDir;
@@ -281,10 +279,8 @@ export class HostAgent {
     if (sbx.paused) await this.resume(id);
     const spec = JSON.parse(await readFile(join(sbx.workDir, SPEC_FILE), 'utf8')) as SandboxSpec;
     const started = performance.now();
-    await sbx.channel.closeListener();
     try {
-      await sbx.channel.json({ method: 'POST', path: GUEST_PATHS.prepareCheckpoint });
-      await sbx.channel.waitDisconnected(10_000);
+      await sbx.channel.prepareCheckpoint();
       await rm(imageDir, { recursive: true, force: true });
       await this.driver.checkpoint(id, imageDir, { leaveRunning: true });
     } finally {
@@ -303,10 +299,8 @@ export class HostAgent {
     const sbx = this.live(id);
     if (sbx.paused) await this.resume(id);
     const image = join(sbx.workDir, HIBERNATION_IMAGE);
-    await sbx.channel.closeListener();
     try {
-      await sbx.channel.json({ method: 'POST', path: GUEST_PATHS.prepareCheckpoint });
-      await sbx.channel.waitDisconnected(10_000);
+      await sbx.channel.prepareCheckpoint();
       await rm(image, { recursive: true, force: true });
       await this.driver.checkpoint(id, image);
     } catch (err) {

@@ -39,29 +39,10 @@ export function toApi(row: SandboxRow): Sandbox {
   };
 }
 
+/** The API view of a snapshot: its host and the parent's env stay internal. */
 export function snapshotToApi(row: SnapshotRow): Snapshot {
-  const {
-    id,
-    org_id,
-    sandbox_id,
-    template,
-    cpu,
-    memory_mb,
-    size_bytes,
-    parent_pause_ms,
-    created_at,
-  } = row;
-  return {
-    id,
-    org_id,
-    sandbox_id,
-    template,
-    cpu,
-    memory_mb,
-    size_bytes,
-    parent_pause_ms,
-    created_at,
-  };
+  const { host_id, env, ...api } = row;
+  return api;
 }
 
 async function dirBytes(dir: string): Promise<number> {

@@ -10,31 +10,10 @@ import {
 import type { TemplateRecord } from '@warren/host-agent';
 import type { AppContext } from '../context';
 
+/** The API view of a template: its host-side paths and build keys stay internal. */
 function toApi(t: TemplateRecord): TemplateT {
-  const {
-    id,
-    name,
-    state,
-    default_cpu,
-    default_memory_mb,
-    max_cpu,
-    max_memory_mb,
-    rootfs_bytes,
-    snapshot_bytes,
-    built_at,
-  } = t;
-  return {
-    id,
-    name,
-    state,
-    default_cpu,
-    default_memory_mb,
-    max_cpu,
-    max_memory_mb,
-    rootfs_bytes,
-    snapshot_bytes,
-    built_at,
-  };
+  const { rootfs, snapshot, guest_key, runtime_version, ...api } = t;
+  return api;
 }
 
 export const templateRoutes =
