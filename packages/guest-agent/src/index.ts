@@ -1,2 +1,7 @@
-/** The guest agent is bundled into one file (dist/agent.js) and started inside each sandbox. */
-export const GUEST_AGENT_ENTRY = new URL('./main.ts', import.meta.url).pathname;
+/**
+ * The guest agent runs inside each sandbox, not in the control plane: the
+ * host agent bundles src/main.ts into one file with esbuild and mounts it at
+ * /opt/warren (see host-agent/src/templates/guest-bundle.ts). Nothing here is
+ * imported by other packages.
+ */
+export {};

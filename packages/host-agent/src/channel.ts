@@ -36,7 +36,6 @@ export interface GuestRequest {
   query?: Record<string, string | undefined>;
   json?: unknown;
   body?: Readable;
-  contentLength?: number;
 }
 
 export class GuestChannel {
@@ -334,7 +333,6 @@ export class GuestChannel {
       [constants.HTTP2_HEADER_PATH]: url.pathname + url.search,
     };
     if (req.json !== undefined) headers['content-type'] = 'application/json';
-    if (req.contentLength !== undefined) headers['content-length'] = req.contentLength;
     return new Promise<GuestResponse>((resolve, reject) => {
       let stream: ClientHttp2Stream;
       try {

@@ -1,4 +1,4 @@
-import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DriverCapabilities, RuntimeDriver, SandboxSpec } from '../driver';
 import { ociSpec } from './oci-spec';
@@ -130,10 +130,5 @@ export class GvisorDriver implements RuntimeDriver {
     return containers
       .filter((c) => c.status === 'running' || c.status === 'paused')
       .map((c) => c.id);
-  }
-
-  /** The runsc log of a sandbox, for error reports. */
-  static async log(workDir: string): Promise<string> {
-    return readFile(join(workDir, 'runsc.log'), 'utf8').catch(() => '');
   }
 }
