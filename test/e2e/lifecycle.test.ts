@@ -34,11 +34,11 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
     assert.ok(before > 0);
     assert.equal((await act('pause')).status, 200);
     assert.equal(await state(), 'paused');
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, 3000));
     assert.equal((await act('resume')).status, 200);
     const after = await count();
-    // 1 s at 20 increments a second would be about 20; frozen, it barely moved.
-    assert.ok(after - before < 10, `counter moved ${after - before} while paused`);
+    // 3 s at 20 increments a second would be about 60; frozen, it moved only around the calls.
+    assert.ok(after - before < 30, `counter moved ${after - before} while paused`);
     await new Promise((r) => setTimeout(r, 300));
     assert.ok((await count()) > after, 'counts again after resume');
   });

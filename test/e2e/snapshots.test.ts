@@ -160,6 +160,23 @@ describe('snapshots and fork-trees of running sandboxes (real gVisor)', () => {
       );
       const listed = await p.json('/v1/sandboxes?metadata.tree=t1&limit=50');
       assert.equal(listed.items.length, 16);
+      // Each child has its own identity: host name, machine id, kernel entropy.
+      const ident = await Promise.all(
+        ids.map((id) =>
+          exec(p, id, {
+            cmd: 'sh',
+            args: ['-c', 'uname -n; cat /etc/machine-id; od -An -N16 -tx1 /dev/urandom'],
+          }),
+        ),
+      );
+      const lines = ident.map((r) => r.stdout.trim().split('\n'));
+      assert.deepEqual(
+        lines.map((l) => l[0]),
+        ids.map((id) => id.replace(/_/g, '-')),
+      );
+      assert.equal(new Set(lines.map((l) => l[1])).size, 16, 'distinct machine ids');
+      assert.ok(lines.every((l) => /^[0-9a-f]{32}$/.test(l[1] ?? '')));
+      assert.equal(new Set(lines.map((l) => l[2])).size, 16, 'distinct entropy');
     } finally {
       for (const id of ids) await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
     }

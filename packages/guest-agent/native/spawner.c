@@ -14,6 +14,8 @@
  *   SIGNAL       decimal signal number, sent to the child's process group
  *   RELEASE      forget the child's output pipes (after exit, when a grandchild
  *                still holds them and the parent stopped waiting)
+ *   HOSTNAME     set the sandbox's host name (id ignored; a restored copy of a
+ *                snapshot takes its own name without starting a process)
  * Events:
  *   STARTED (decimal pid), SPAWN_FAILED (decimal errno), STDOUT, STDERR,
  *   STDOUT_EOF, STDERR_EOF, EXITED ("<code>" or "signal:<n>").
@@ -48,9 +50,11 @@
 #include <unistd.h>
 
 enum { REQ_SPAWN = 1, REQ_STDIN = 2, REQ_STDIN_CLOSE = 3, REQ_SIGNAL = 4, REQ_RELEASE = 5 };
+enum { REQ_HOSTNAME = 6 };
 enum { EV_STARTED = 0x11, EV_SPAWN_FAILED, EV_STDOUT, EV_STDERR };
 enum { EV_STDOUT_EOF = 0x15, EV_STDERR_EOF, EV_EXITED };
 
+#define CAP_SYS_ADMIN_NR 21            /* linux/capability.h */
 #define HEADER 9                      /* u32 length + u8 type + u32 id */
 #define MAX_FRAME (64u << 20)         /* a larger request is a protocol error */
 #define READ_CHUNK 65536              /* bytes read from a child pipe at a time */
@@ -292,6 +296,10 @@ static void handle_request(uint8_t type, uint32_t id, const char *p, size_t len)
     handle_spawn(id, p, len);
     return;
   }
+  if (type == REQ_HOSTNAME) {
+    if (sethostname(p, len) < 0) perror("spawner: sethostname");
+    return;
+  }
   for (size_t i = 0; i < nkids && !c; i++) c = kids[i]->id == id ? kids[i] : NULL;
   if (!c) return; /* already gone: nothing to do */
   if (type == REQ_STDIN && c->in_fd >= 0 && !c->in_close) {
@@ -375,6 +383,9 @@ int main(void) {
   fcntl(STDOUT_FILENO, F_SETFL, fcntl(STDOUT_FILENO, F_GETFL) & ~O_NONBLOCK);
   signal(SIGPIPE, SIG_IGN);
   prctl(PR_SET_CHILD_SUBREAPER, 1); /* best effort: orphans are then ours to reap */
+  /* We keep CAP_SYS_ADMIN (for HOSTNAME) but drop it from the bounding set, so
+   * no program we start can gain it: they get the sandbox's default set. */
+  prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN_NR, 0, 0, 0);
   if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK)) return perror("spawner: pipe"), 1;
   struct sigaction sa = {.sa_handler = on_sigchld, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
   sigemptyset(&sa.sa_mask);

@@ -109,3 +109,9 @@ export async function move(from: string, to: string): Promise<FileInfo> {
   await rename(from, to);
   return info(to);
 }
+
+/** Removes what a directory holds and keeps the directory (a missing one is fine). */
+export async function emptyDir(path: string): Promise<void> {
+  const names = await readdir(path).catch(() => [] as string[]);
+  await Promise.all(names.map((n) => rm(join(path, n), { recursive: true, force: true })));
+}

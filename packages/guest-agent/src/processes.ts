@@ -4,7 +4,7 @@
  * (with a bounded replay buffer of their output) until removed.
  */
 import { constants } from 'node:os';
-import { stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { WarrenError } from '@warren/protocol/errors';
 import type { ExecEvent, GuestProcessStart, ProcessInfo } from '@warren/protocol/guest';
@@ -231,6 +231,41 @@ export class ProcessTable {
     const p = this.get(pid);
     if (p.running) p.killGroup('SIGKILL');
     this.byPid.delete(pid);
+  }
+
+  /** The shared spawner (identity changes go through it). */
+  get helper(): Spawner {
+    return this.spawner;
+  }
+
+  /**
+   * Kills every process of the sandbox except the agent and its helper, and
+   * forgets them: the start of a sandbox that gets a parent's files but none
+   * of its processes.
+   */
+  async reset(): Promise<number> {
+    const keep = new Set([process.pid, this.spawner.helperPid]);
+    let killed = 0;
+    if (process.pid !== 1) {
+      // Not a sandbox's first process (the fake driver runs agents on the host):
+      // only what this agent started may be touched.
+      for (const p of this.byPid.values()) if (p.running) p.killGroup('SIGKILL');
+      killed = this.byPid.size;
+      this.byPid.clear();
+      return killed;
+    }
+    for (const name of await readdir('/proc')) {
+      const pid = Number(name);
+      if (!Number.isInteger(pid) || keep.has(pid)) continue;
+      try {
+        process.kill(pid, 'SIGKILL');
+        killed += 1;
+      } catch {
+        // gone already
+      }
+    }
+    this.byPid.clear();
+    return killed;
   }
 
   private prune(): void {

@@ -12,6 +12,7 @@ import {
 import { dialData } from './data';
 import { readJson } from './body';
 import * as files from './files';
+import { assumeIdentity } from './identity';
 import type { ProcessTable } from './processes';
 import { sendError, sendJson, toWarrenError } from './respond';
 
@@ -60,9 +61,21 @@ export async function route(
   }
   if (path === GUEST_PATHS.hello && method === 'POST') {
     const hello = await readJson<GuestHello>(stream);
+    if (hello.sandbox_id !== state.sandboxId) {
+      try {
+        assumeIdentity(hello.sandbox_id, state.processes.helper);
+      } catch (err) {
+        process.stderr.write(`warren: could not set the sandbox's identity: ${String(err)}\n`);
+      }
+    }
     state.sandboxId = hello.sandbox_id;
     state.env = hello.env ?? {};
     return sendJson(stream, 200, { ok: true });
+  }
+  if (path === GUEST_PATHS.reset && method === 'POST') {
+    const killed = await state.processes.reset();
+    await files.emptyDir('/dev/shm');
+    return sendJson(stream, 200, { killed });
   }
   if (path === GUEST_PATHS.prepareCheckpoint && method === 'POST') {
     stream.respond({ ':status': 200, 'content-type': 'application/json' });

@@ -33,6 +33,7 @@ const REQ_STDIN = 2;
 const REQ_STDIN_CLOSE = 3;
 const REQ_SIGNAL = 4;
 const REQ_RELEASE = 5;
+const REQ_HOSTNAME = 6;
 const EV_STARTED = 0x11;
 const EV_SPAWN_FAILED = 0x12;
 const EV_STDOUT = 0x13;
@@ -321,6 +322,22 @@ export class Spawner {
     child.attach(this.helperBackend(id), false);
     this.send(REQ_SPAWN, id, payload);
     return child;
+  }
+
+  /**
+   * Sets the sandbox's host name through the helper (Node.js has no sethostname).
+   * Returns false when there is no helper to do it.
+   */
+  setHostname(name: string): boolean {
+    if (this.mode === 'idle') this.startHelper();
+    if (this.mode !== 'helper' || !this.helper) return false;
+    this.send(REQ_HOSTNAME, 0, Buffer.from(name));
+    return true;
+  }
+
+  /** The helper's process id (it must survive a reset of the sandbox's processes). */
+  get helperPid(): number | undefined {
+    return this.helper?.pid;
   }
 
   /** Stops the helper (it kills its children's process groups); a later spawn starts it again. */

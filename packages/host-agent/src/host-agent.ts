@@ -308,16 +308,19 @@ export class HostAgent {
       await sbx.channel.listen().catch(() => undefined);
       throw err;
     }
-    // The runtime forgets the stopped sandbox so that wake can restore it under the same id.
-    await this.driver.destroy(id);
+    // The image is complete: stop what is left of the sandbox now, and let the
+    // runtime forget it in the background (wake waits for that, to reuse the id).
     await sbx.channel.close();
     this.sandboxes.delete(id);
     this.reservedMb -= sbx.memoryMb;
+    await this.driver.kill(id);
+    this.teardown(id, () => this.driver.destroy(id));
   }
 
   /** Restores a hibernated sandbox from its image, admitted against the memory budget again. */
   async wake(id: string, env: Record<string, string>): Promise<void> {
     if (this.sandboxes.has(id)) return;
+    await this.teardowns.get(id);
     const workDir = join(this.config.sandboxesDir, id);
     const image = join(workDir, HIBERNATION_IMAGE);
     const spec = JSON.parse(await readFile(join(workDir, SPEC_FILE), 'utf8')) as SandboxSpec;
@@ -342,6 +345,17 @@ export class HostAgent {
     await rm(image, { recursive: true, force: true });
   }
 
+  /** Stops every process in the sandbox but its agent: a disk-only fork starts clean. */
+  async resetProcesses(id: string): Promise<void> {
+    await this.live(id).channel.json({ method: 'POST', path: GUEST_PATHS.reset });
+  }
+
+  /** CPU time the sandbox has used, in nanoseconds (null when the runtime cannot tell). */
+  async cpuUsageNs(id: string): Promise<number | null> {
+    if (!this.sandboxes.has(id)) return null;
+    return this.driver.cpuUsageNs(id);
+  }
+
   channel(id: string): GuestChannel {
     const sbx = this.sandboxes.get(id);
     if (!sbx)
@@ -356,8 +370,22 @@ export class HostAgent {
     return this.sandboxes.has(id);
   }
 
-  /** Runtime teardowns still running in the background (awaited by close). */
-  private readonly teardowns = new Set<Promise<void>>();
+  /** Runtime teardowns still running in the background, by sandbox (awaited by close). */
+  private readonly teardowns = new Map<string, Promise<void>>();
+
+  private teardown(id: string, work: () => Promise<unknown>): void {
+    const previous = this.teardowns.get(id) ?? Promise.resolve();
+    const done: Promise<void> = previous
+      .then(work)
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => {
+        if (this.teardowns.get(id) === done) this.teardowns.delete(id);
+      });
+    this.teardowns.set(id, done);
+  }
 
   /**
    * Stops a sandbox at once and releases its memory reservation; the runtime's
@@ -371,17 +399,15 @@ export class HostAgent {
       await sbx.channel.close();
     }
     await this.driver.kill(id);
-    const teardown = this.driver
-      .destroy(id)
-      .then(() => rm(join(this.config.sandboxesDir, id), { recursive: true, force: true }))
-      .catch(() => undefined)
-      .finally(() => this.teardowns.delete(teardown));
-    this.teardowns.add(teardown);
+    this.teardown(id, async () => {
+      await this.driver.destroy(id);
+      await rm(join(this.config.sandboxesDir, id), { recursive: true, force: true });
+    });
   }
 
   /** Waits until every background teardown has finished. */
   async settle(): Promise<void> {
-    while (this.teardowns.size > 0) await Promise.all([...this.teardowns]);
+    while (this.teardowns.size > 0) await Promise.all([...this.teardowns.values()]);
   }
 
   /**
@@ -391,7 +417,10 @@ export class HostAgent {
    */
   async reconcile(
     expected: Array<Omit<CreateOnHost, 'template' | 'cpu'> & { paused?: boolean }>,
+    /** Hibernated here: only their image on disk is kept; the runtime may still hold a stopped copy. */
+    hibernated: string[] = [],
   ): Promise<string[]> {
+    for (const id of hibernated) this.teardown(id, () => this.driver.destroy(id));
     const running = new Set(await this.driver.list());
     const lost: string[] = [];
     for (const sbx of expected) {

@@ -56,6 +56,20 @@ export const CreateSandboxRequest = Type.Object(
           'Destroyed after this long without API activity. Default: the server setting (3600).',
       }),
     ),
+    persistent: Type.Optional(
+      Type.Boolean({
+        description:
+          'Never destroyed by the TTL; hibernated after idle_timeout_seconds without activity instead.',
+      }),
+    ),
+    idle_timeout_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 7 * 24 * 3600,
+        description:
+          'For persistent sandboxes: hibernate after this long idle (no API call, no open exec stream, CPU below the threshold). Default 300.',
+      }),
+    ),
     cpu: Type.Optional(
       Type.Number({
         exclusiveMinimum: 0,
@@ -79,6 +93,20 @@ export const UpdateSandboxRequest = Type.Object(
   {
     metadata: Type.Optional(Labels),
     ttl_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 })),
+    persistent: Type.Optional(
+      Type.Boolean({
+        description:
+          'Never destroyed by the TTL; hibernated after idle_timeout_seconds without activity instead.',
+      }),
+    ),
+    idle_timeout_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 7 * 24 * 3600,
+        description:
+          'For persistent sandboxes: hibernate after this long idle (no API call, no open exec stream, CPU below the threshold). Default 300.',
+      }),
+    ),
   },
   Strict,
 );
@@ -108,6 +136,15 @@ export const Sandbox = Type.Object({
   snapshot_id: Type.Union([Type.String(), Type.Null()], {
     description: 'The snapshot it was started from.',
   }),
+  lineage: Type.Array(Type.String(), {
+    description: 'Ancestors, the first sandbox of the line first and parent_id last.',
+  }),
+  fork_kind: Type.Union([Type.Literal('memory'), Type.Literal('disk'), Type.Null()], {
+    description:
+      "memory: continued from a capture of the parent (fork-tree, snapshot); disk: the parent's files, started fresh.",
+  }),
+  persistent: Type.Boolean(),
+  idle_timeout_seconds: Type.Integer(),
 });
 export type Sandbox = Static<typeof Sandbox>;
 
@@ -138,6 +175,14 @@ export const ForkTreeRequest = Type.Object(
   Strict,
 );
 export type ForkTreeRequest = Static<typeof ForkTreeRequest>;
+export const ForkRequest = Type.Object(
+  {
+    metadata: Type.Optional(Labels),
+    ttl_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 })),
+  },
+  Strict,
+);
+export type ForkRequest = Static<typeof ForkRequest>;
 export const ForkTreeResult = Type.Object({
   parent_id: Type.String(),
   parent_pause_ms: Type.Number({ description: 'How long the parent was held for the capture.' }),

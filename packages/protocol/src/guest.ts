@@ -36,6 +36,8 @@ export const GUEST_PATHS = {
   health: '/health',
   hello: '/hello',
   prepareCheckpoint: '/prepare-checkpoint',
+  /** Kill every process but the agent's own: a disk-only fork starts with none of the parent's. */
+  reset: '/reset',
   processes: '/processes',
   files: '/files',
   /** Upload: the guest dials a data connection and writes what arrives to the file. */

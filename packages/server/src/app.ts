@@ -104,6 +104,9 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
     const path = request.url.split('?')[0] ?? '';
     if (!path.startsWith('/v1/') || PUBLIC_ROUTES.has(path)) return;
     request.principal = await authenticate(ctx.store, request.headers.authorization);
+    // A request on a sandbox (an exec stream, a file transfer) keeps it from being idle while open.
+    const onSandbox = /^\/v1\/sandboxes\/([^/]+)\/./.exec(path);
+    if (onSandbox?.[1]) reply.raw.once('close', ctx.sandboxes.beginOperation(onSandbox[1]));
   });
 
   app.addHook('preValidation', async (request) => {

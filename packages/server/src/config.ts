@@ -18,6 +18,10 @@ export interface Config {
   hostId: string;
   memoryBudgetMb: number;
   defaultTtlSeconds: number;
+  /** Persistent sandboxes hibernate after this long idle unless they say otherwise. */
+  defaultIdleTimeoutSeconds: number;
+  /** A sandbox using more CPU than this (percent of one CPU, between sweeps) is not idle. */
+  idleCpuPercent: number;
   sweepIntervalMs: number;
   /** How long stopped sandboxes stay visible before their records are purged. */
   stoppedRetentionSeconds: number;
@@ -68,6 +72,8 @@ export function loadConfig(
     hostId: env.WARREN_HOST_ID ?? 'host_local',
     memoryBudgetMb: int(env.WARREN_MEMORY_BUDGET_MB, defaultMemoryBudgetMb()),
     defaultTtlSeconds: int(env.WARREN_DEFAULT_TTL_SECONDS, 3600),
+    defaultIdleTimeoutSeconds: int(env.WARREN_DEFAULT_IDLE_TIMEOUT_SECONDS, 300),
+    idleCpuPercent: int(env.WARREN_IDLE_CPU_PERCENT, 5),
     sweepIntervalMs: int(env.WARREN_SWEEP_INTERVAL_MS, 5000),
     stoppedRetentionSeconds: int(env.WARREN_STOPPED_RETENTION_SECONDS, 7 * 24 * 3600),
     readyTimeoutMs: int(env.WARREN_READY_TIMEOUT_MS, 15000),

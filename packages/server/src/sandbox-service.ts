@@ -8,6 +8,7 @@ import {
   WarrenError,
   newId,
   type CreateSandboxRequest,
+  type ForkRequest,
   type ForkTreeRequest,
   type Sandbox,
   type SandboxState,
@@ -36,12 +37,16 @@ export function toApi(row: SandboxRow): Sandbox {
     stop_reason: row.stop_reason,
     parent_id: row.parent_id,
     snapshot_id: row.snapshot_id,
+    lineage: JSON.parse(row.lineage) as string[],
+    fork_kind: row.fork_kind === 'memory' || row.fork_kind === 'disk' ? row.fork_kind : null,
+    persistent: row.persistent === 1,
+    idle_timeout_seconds: row.idle_timeout_seconds,
   };
 }
 
 /** The API view of a snapshot: its host and the parent's env stay internal. */
 export function snapshotToApi(row: SnapshotRow): Snapshot {
-  const { host_id, env, ...api } = row;
+  const { host_id, env, lineage, ...api } = row;
   return api;
 }
 
@@ -60,9 +65,16 @@ interface LaunchOptions {
   env: Record<string, string>;
   metadata?: Record<string, string>;
   ttlSeconds?: number;
+  persistent?: boolean;
+  idleTimeoutSeconds?: number;
   parentId?: string;
+  /** The parent's ancestors, the root first; the parent itself is added here. */
+  parentLineage?: string[];
+  forkKind?: 'memory' | 'disk';
   snapshotId?: string;
   from?: { imageDir: string; spec: SandboxSpec };
+  /** Stop every process the image brought along (a disk-only fork). */
+  reset?: boolean;
   /** Recorded as the cause of the change to running. */
   cause: string;
 }
@@ -88,7 +100,11 @@ export class SandboxService {
         env: { ...(JSON.parse(snap.env) as Record<string, string>), ...req.env },
         metadata: req.metadata,
         ttlSeconds: req.ttl_seconds,
+        persistent: req.persistent,
+        idleTimeoutSeconds: req.idle_timeout_seconds,
         parentId: snap.sandbox_id,
+        parentLineage: JSON.parse(snap.lineage) as string[],
+        forkKind: 'memory',
         snapshotId: snap.id,
         from: await this.snapshotSource(snap.id),
         cause: `restored from snapshot ${snap.id}`,
@@ -101,6 +117,8 @@ export class SandboxService {
       env: req.env ?? {},
       metadata: req.metadata,
       ttlSeconds: req.ttl_seconds,
+      persistent: req.persistent,
+      idleTimeoutSeconds: req.idle_timeout_seconds,
       cause: 'restored from template snapshot',
     });
   }
@@ -137,6 +155,10 @@ export class SandboxService {
       stop_reason: null,
       parent_id: o.parentId ?? null,
       snapshot_id: o.snapshotId ?? null,
+      lineage: JSON.stringify(o.parentId ? [...(o.parentLineage ?? []), o.parentId] : []),
+      persistent: o.persistent ? 1 : 0,
+      idle_timeout_seconds: o.idleTimeoutSeconds ?? this.config.defaultIdleTimeoutSeconds,
+      fork_kind: o.forkKind ?? '',
     };
     await this.store.insertSandbox(row, 'create');
     try {
@@ -148,12 +170,15 @@ export class SandboxService {
         env: o.env,
         from: o.from,
       });
+      if (o.reset) await this.host.resetProcesses(row.id);
     } catch (err) {
+      if (o.reset) await this.host.destroySandbox(row.id);
       // Nothing half-created survives: the host agent has already undone its part.
       await this.store.deleteSandboxRow(row.id);
       throw err;
     }
     await this.store.setState(row.id, 'running', o.cause);
+    await this.touch(row); // idle and TTL count from when it runs, not from the request
     return this.get(orgId, row.id);
   }
 
@@ -194,6 +219,7 @@ export class SandboxService {
           cpu: row.cpu,
           memory_mb: row.memory_mb,
           env: row.env,
+          lineage: row.lineage, // the sandbox's ancestors; children add the sandbox itself
           size_bytes: await dirBytes(dir),
           parent_pause_ms: Math.round(pausedMs),
           created_at: new Date().toISOString(),
@@ -244,7 +270,8 @@ export class SandboxService {
             env: JSON.parse(parent.env) as Record<string, string>,
             metadata: req.metadata ?? (JSON.parse(parent.metadata) as Record<string, string>),
             ttlSeconds: req.ttl_seconds ?? parent.ttl_seconds,
-            parentId: id,
+            ...this.inherit(parent),
+            forkKind: 'memory',
             from: { imageDir: join(dir, 'image'), spec },
             cause: `forked from ${id}`,
           }),
@@ -263,6 +290,47 @@ export class SandboxService {
     }
   }
 
+  /** What a child takes from its parent besides the image: lineage and lifecycle settings. */
+  private inherit(parent: SandboxRow): Partial<LaunchOptions> {
+    return {
+      parentId: parent.id,
+      parentLineage: JSON.parse(parent.lineage) as string[],
+      persistent: parent.persistent === 1,
+      idleTimeoutSeconds: parent.idle_timeout_seconds,
+    };
+  }
+
+  /**
+   * A new sandbox with a copy of the parent's files, started fresh. It is
+   * restored from a capture of the parent (the quickest consistent copy of
+   * its files) and then every process the capture brought along is stopped
+   * before anyone can use it: the child runs none of the parent's programs
+   * and holds none of their memory.
+   */
+  async fork(orgId: string, id: string, req: ForkRequest): Promise<Sandbox> {
+    await this.use(orgId, id);
+    const parent = await this.row(orgId, id);
+    const dir = join(this.config.home, 'snapshots', `.fork-${newId('snapshot')}`);
+    try {
+      const { spec } = await this.locked(id, () => this.host.capture(id, join(dir, 'image')));
+      return await this.launch(orgId, {
+        template: parent.template,
+        cpu: parent.cpu,
+        memoryMb: parent.memory_mb,
+        env: JSON.parse(parent.env) as Record<string, string>,
+        metadata: req.metadata ?? (JSON.parse(parent.metadata) as Record<string, string>),
+        ttlSeconds: req.ttl_seconds ?? parent.ttl_seconds,
+        ...this.inherit(parent),
+        forkKind: 'disk',
+        from: { imageDir: join(dir, 'image'), spec },
+        reset: true,
+        cause: `disk fork of ${id}`,
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
   async row(orgId: string, id: string): Promise<SandboxRow> {
     const row = await this.store.getSandbox(orgId, id);
     if (!row) throw new WarrenError('SANDBOX_NOT_FOUND', `sandbox ${id} does not exist`);
@@ -275,21 +343,35 @@ export class SandboxService {
 
   /** Resolves a running sandbox for an operation on it and counts that as activity (TTL). */
   async use(orgId: string, id: string): Promise<GuestChannel> {
-    let row = await this.row(orgId, id);
-    // A paused or hibernated sandbox is brought back first; the caller sees only latency.
-    if (row.state === 'paused' || row.state === 'hibernated') {
-      await this.transition(
-        row,
-        row.state === 'paused' ? 'resume' : 'wake',
-        'implicit, on use',
-        true,
-      );
-      row = await this.row(orgId, id);
-    }
-    if (row.state !== 'running')
-      throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${id} is ${row.state}`);
-    await this.touch(row);
-    return this.host.channel(id);
+    // Under the sandbox's lock, so that a hibernate in progress finishes first.
+    return this.locked(id, async () => {
+      let row = await this.row(orgId, id);
+      // A paused or hibernated sandbox is brought back first; the caller sees only latency.
+      if (row.state === 'paused' || row.state === 'hibernated') {
+        await this.change(row, row.state === 'paused' ? 'resume' : 'wake', 'implicit, on use');
+        row = await this.row(orgId, id);
+      }
+      if (row.state !== 'running')
+        throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${id} is ${row.state}`);
+      await this.touch(row);
+      return this.host.channel(id);
+    });
+  }
+
+  /** Requests open on each sandbox (exec streams, transfers): a sandbox with any is not idle. */
+  private readonly operations = new Map<string, number>();
+
+  /** Counts an operation as open until the returned function is called. */
+  beginOperation(id: string): () => void {
+    this.operations.set(id, (this.operations.get(id) ?? 0) + 1);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      const left = (this.operations.get(id) ?? 1) - 1;
+      if (left > 0) this.operations.set(id, left);
+      else this.operations.delete(id);
+    };
   }
 
   /** One lifecycle change at a time per sandbox: concurrent requests wait for it. */
@@ -318,27 +400,34 @@ export class SandboxService {
     row: SandboxRow,
     action: keyof typeof SandboxService.TRANSITIONS,
     cause: string,
-    /** Implicit transitions are satisfied when a concurrent request already made them. */
-    implicit = false,
+    /** Checked under the lock, on the current record: false leaves the sandbox as it is. */
+    still: (current: SandboxRow) => boolean = () => true,
   ): Promise<Sandbox> {
-    const rule = SandboxService.TRANSITIONS[action];
     return this.locked(row.id, async () => {
       const current = await this.row(row.org_id, row.id);
-      if (!(implicit && current.state === rule.to)) {
-        if (!(rule.from as readonly string[]).includes(current.state)) {
-          throw new WarrenError(
-            'INVALID_STATE',
-            `cannot ${action} sandbox ${row.id}: it is ${current.state} (needs ${rule.from.join(' or ')})`,
-          );
-        }
-        if (action === 'pause') await this.host.pause(row.id);
-        else if (action === 'resume') await this.host.resume(row.id);
-        else if (action === 'hibernate') await this.host.hibernate(row.id);
-        else await this.host.wake(row.id, JSON.parse(current.env) as Record<string, string>);
-        await this.store.setState(row.id, rule.to, `${action} (${cause})`);
-      }
+      if (still(current)) await this.change(current, action, cause);
       return this.get(row.org_id, row.id);
     });
+  }
+
+  /** Makes one lifecycle change; the caller holds the sandbox's lock. */
+  private async change(
+    current: SandboxRow,
+    action: keyof typeof SandboxService.TRANSITIONS,
+    cause: string,
+  ): Promise<void> {
+    const rule = SandboxService.TRANSITIONS[action];
+    if (!(rule.from as readonly string[]).includes(current.state)) {
+      throw new WarrenError(
+        'INVALID_STATE',
+        `cannot ${action} sandbox ${current.id}: it is ${current.state} (needs ${rule.from.join(' or ')})`,
+      );
+    }
+    if (action === 'pause') await this.host.pause(current.id);
+    else if (action === 'resume') await this.host.resume(current.id);
+    else if (action === 'hibernate') await this.host.hibernate(current.id);
+    else await this.host.wake(current.id, JSON.parse(current.env) as Record<string, string>);
+    await this.store.setState(current.id, rule.to, `${action} (${cause})`);
   }
 
   async events(orgId: string, id: string) {
@@ -363,7 +452,12 @@ export class SandboxService {
   async update(
     orgId: string,
     id: string,
-    patch: { metadata?: Record<string, string>; ttl_seconds?: number },
+    patch: {
+      metadata?: Record<string, string>;
+      ttl_seconds?: number;
+      persistent?: boolean;
+      idle_timeout_seconds?: number;
+    },
   ): Promise<Sandbox> {
     const row = await this.row(orgId, id);
     if (row.state === 'stopped')
@@ -373,6 +467,10 @@ export class SandboxService {
     await this.store.updateSandbox(id, {
       ...(patch.metadata ? { metadata: JSON.stringify(patch.metadata) } : {}),
       ttl_seconds: ttl,
+      ...(patch.persistent !== undefined ? { persistent: patch.persistent ? 1 : 0 } : {}),
+      ...(patch.idle_timeout_seconds !== undefined
+        ? { idle_timeout_seconds: patch.idle_timeout_seconds }
+        : {}),
       last_activity_at: now.toISOString(),
       expires_at: later(now, ttl),
     });
@@ -398,11 +496,75 @@ export class SandboxService {
     });
   }
 
-  /** Destroys running sandboxes whose TTL has passed; returns their ids. */
+  /**
+   * Destroys sandboxes whose TTL has passed without activity; returns their ids.
+   * Persistent sandboxes are never reaped, and a sandbox with a request still
+   * open (a long exec stream) has not been idle: its deadline moves on.
+   */
   async reapExpired(): Promise<string[]> {
-    const expired = await this.store.expiredSandboxes(new Date().toISOString());
-    for (const row of expired) await this.destroy(row.org_id, row.id, 'ttl_expired');
-    return expired.map((r) => r.id);
+    const reaped: string[] = [];
+    for (const row of await this.store.expiredSandboxes(new Date().toISOString())) {
+      if (row.persistent === 1) continue;
+      if (this.operations.has(row.id)) {
+        await this.touch(row);
+        continue;
+      }
+      await this.destroy(row.org_id, row.id, 'ttl_expired');
+      reaped.push(row.id);
+    }
+    return reaped;
+  }
+
+  /** CPU time of each running sandbox at the previous sweep. */
+  private readonly cpuSamples = new Map<string, { ns: number; at: number }>();
+
+  /** Percent of one CPU the sandbox used since the previous sample (null: no sample yet). */
+  private async cpuPercent(id: string): Promise<number | null> {
+    const ns = await this.host.cpuUsageNs(id);
+    if (ns === null) return null;
+    const now = performance.now();
+    const prev = this.cpuSamples.get(id);
+    this.cpuSamples.set(id, { ns, at: now });
+    if (!prev || now <= prev.at) return null;
+    return ((ns - prev.ns) / 1e6 / (now - prev.at)) * 100;
+  }
+
+  /**
+   * Hibernates persistent sandboxes that have been idle for their idle timeout:
+   * no API call, no request open on them, and CPU use under the threshold
+   * since the previous sweep. Returns their ids.
+   */
+  async hibernateIdle(): Promise<string[]> {
+    const now = Date.now();
+    const hibernated: string[] = [];
+    const rows = await this.store.sandboxesOnHost(this.host.id, ['running', 'paused']);
+    for (const id of this.cpuSamples.keys()) {
+      if (!rows.some((r) => r.id === id && r.state === 'running')) this.cpuSamples.delete(id);
+    }
+    for (const row of rows) {
+      if (row.persistent !== 1) continue;
+      // Sampled every sweep, so a sandbox that turns idle has a recent figure.
+      const cpu = row.state === 'running' ? await this.cpuPercent(row.id) : 0;
+      const idleFor = now - Date.parse(row.last_activity_at);
+      if (idleFor < row.idle_timeout_seconds * 1000 || this.operations.has(row.id)) continue;
+      if (cpu === null || cpu >= this.config.idleCpuPercent) continue;
+      try {
+        // Unless a request came in meanwhile.
+        const after = await this.transition(
+          row,
+          'hibernate',
+          `idle for ${Math.round(idleFor / 1000)} s`,
+          (current) =>
+            current.last_activity_at === row.last_activity_at && !this.operations.has(row.id),
+        );
+        if (after.state !== 'hibernated') continue;
+        this.cpuSamples.delete(row.id);
+        hibernated.push(row.id);
+      } catch {
+        // Changed state meanwhile (deleted, woken): the next sweep looks again.
+      }
+    }
+    return hibernated;
   }
 
   /** After a restart: reattach to running sandboxes, mark the ones that are gone. */
@@ -423,6 +585,7 @@ export class SandboxService {
           env: JSON.parse(r.env) as Record<string, string>,
           paused: r.state === 'paused',
         })),
+        (await this.store.sandboxesOnHost(this.host.id, ['hibernated'])).map((r) => r.id),
       ),
     );
     for (const row of rows) {

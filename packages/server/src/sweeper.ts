@@ -1,4 +1,4 @@
-/** Periodic housekeeping: TTL expiry now; idle hibernation joins it later. */
+/** Periodic housekeeping: TTL expiry, idle hibernation, purge of old records. */
 import type { FastifyBaseLogger } from 'fastify';
 import type { SandboxService } from './sandbox-service';
 import type { Store } from './store/store';
@@ -26,6 +26,9 @@ export class Sweeper {
       try {
         const reaped = await this.sandboxes.reapExpired();
         for (const id of reaped) this.log.info({ sandbox: id }, 'sandbox TTL expired; destroyed');
+        const idle = await this.sandboxes.hibernateIdle();
+        for (const id of idle)
+          this.log.info({ sandbox: id }, 'persistent sandbox idle; hibernated');
         await this.store.purgeStopped(
           new Date(Date.now() - this.retentionSeconds * 1000).toISOString(),
         );

@@ -50,6 +50,8 @@ export interface RuntimeDriver {
   kill(id: string): Promise<void>;
   /** Stops and removes a sandbox and everything the runtime holds for it; safe to repeat. */
   destroy(id: string): Promise<void>;
+  /** CPU time used by the sandbox so far, in nanoseconds; null when unknown. */
+  cpuUsageNs(id: string): Promise<number | null>;
   /** Ids of the sandboxes that are running or paused (for reconciliation after a restart). */
   list(): Promise<string[]>;
 }

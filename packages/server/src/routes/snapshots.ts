@@ -1,8 +1,10 @@
-/** Snapshots of running sandboxes, and fork-trees: many children from one capture. */
+/** Snapshots of running sandboxes, forks, and fork-trees: many children from one capture. */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import {
+  ForkRequest,
   ForkTreeRequest,
+  Sandbox,
   ForkTreeResult,
   IdParams,
   Snapshot,
@@ -98,6 +100,24 @@ export const snapshotRoutes =
       async (req, reply) => {
         const result = await ctx.sandboxes.forkTree(req.principal!.orgId, req.params.id, req.body);
         return reply.status(201).send(result);
+      },
+    );
+
+    app.post(
+      '/v1/sandboxes/:id/fork',
+      {
+        schema: {
+          tags: ['snapshots'],
+          summary:
+            "A new sandbox with a copy of the parent's files, started fresh: none of the parent's processes or memory",
+          params: IdParams,
+          body: ForkRequest,
+          response: { 201: Sandbox, ...errors },
+        },
+      },
+      async (req, reply) => {
+        const child = await ctx.sandboxes.fork(req.principal!.orgId, req.params.id, req.body);
+        return reply.status(201).send(child);
       },
     );
   };

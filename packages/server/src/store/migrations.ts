@@ -106,4 +106,21 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('sandboxes').addColumn('snapshot_id', 'text').execute();
     },
   },
+  '0003_lifecycle': {
+    async up(db: Kysely<unknown>) {
+      const add = (name: string, type: 'text' | 'integer', def: string | number) =>
+        db.schema
+          .alterTable('sandboxes')
+          .addColumn(name, type, (c) => c.notNull().defaultTo(def))
+          .execute();
+      await add('lineage', 'text', '[]');
+      await add('persistent', 'integer', 0);
+      await add('idle_timeout_seconds', 'integer', 300);
+      await add('fork_kind', 'text', '');
+      await db.schema
+        .alterTable('snapshots')
+        .addColumn('lineage', 'text', (c) => c.notNull().defaultTo('[]'))
+        .execute();
+    },
+  },
 };

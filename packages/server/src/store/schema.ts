@@ -36,6 +36,13 @@ export interface SandboxTable {
   stop_reason: string | null;
   parent_id: string | null;
   snapshot_id: string | null;
+  /** JSON array of ancestor ids, the root first and the parent last. */
+  lineage: string;
+  /** 1: never reaped by TTL; hibernated when idle instead. */
+  persistent: number;
+  idle_timeout_seconds: number;
+  /** How the sandbox came from its parent: '' (none), 'memory' or 'disk'. */
+  fork_kind: string;
 }
 
 export interface SnapshotTable {
@@ -50,6 +57,8 @@ export interface SnapshotTable {
   size_bytes: number;
   parent_pause_ms: number;
   created_at: string;
+  /** JSON array: the captured sandbox's ancestors (not the sandbox itself). */
+  lineage: string;
 }
 
 export interface SandboxEventTable {

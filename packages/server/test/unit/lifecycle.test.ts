@@ -408,6 +408,10 @@ describe('store: list pagination and metadata filter', () => {
     stop_reason: null,
     parent_id: null,
     snapshot_id: null,
+    lineage: '[]',
+    persistent: 0,
+    idle_timeout_seconds: 300,
+    fork_kind: '',
     ...over,
   });
 

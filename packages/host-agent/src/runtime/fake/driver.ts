@@ -97,6 +97,10 @@ export class FakeDriver implements RuntimeDriver {
     }
   }
 
+  async cpuUsageNs(id: string): Promise<number | null> {
+    return this.running.has(id) ? 0 : null;
+  }
+
   async list(): Promise<string[]> {
     return [...this.running.keys()];
   }

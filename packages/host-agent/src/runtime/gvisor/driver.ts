@@ -1,7 +1,7 @@
-import { mkdir, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DriverCapabilities, RuntimeDriver, SandboxSpec } from '../driver';
-import { ociSpec } from './oci-spec';
+import { SPEC_REVISION, ociSpec } from './oci-spec';
 import { runsc, type RunscOptions } from './runsc';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
@@ -15,7 +15,7 @@ export class GvisorDriver implements RuntimeDriver {
 
   async version(): Promise<string> {
     const out = await runsc(this.opts, ['--version']);
-    return /runsc version (\S+)/.exec(out)?.[1] ?? out.trim();
+    return `${/runsc version (\S+)/.exec(out)?.[1] ?? out.trim()} spec ${SPEC_REVISION}`;
   }
 
   private async writeBundle(spec: SandboxSpec): Promise<{ bundle: string; log: string }> {
@@ -46,23 +46,10 @@ export class GvisorDriver implements RuntimeDriver {
   ): Promise<void> {
     await mkdir(imageDir, { recursive: true });
     const leave = opts.leaveRunning ? ['--leave-running'] : [];
+    // The image is complete when this returns. Without --leave-running the
+    // sandbox then winds down by itself, and runsc records it as stopped about
+    // two seconds later; callers kill it rather than wait (see HostAgent.hibernate).
     await runsc(this.opts, ['checkpoint', ...leave, '--image-path', imageDir, id]);
-    if (opts.leaveRunning) return;
-    // runsc returns before it records the sandbox as stopped (about two seconds later).
-    for (let waited = 0; waited < 10_000 && (await this.status(id)) === 'running'; waited += 50) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
-  private async status(id: string): Promise<string> {
-    try {
-      return (
-        (JSON.parse(await runsc(this.opts, ['state', id])) as { status?: string }).status ??
-        'unknown'
-      );
-    } catch {
-      return 'gone';
-    }
   }
 
   async pause(id: string): Promise<void> {
@@ -121,6 +108,21 @@ export class GvisorDriver implements RuntimeDriver {
     await Promise.all(
       controllers.map((c) => rmdir(join(CGROUP_ROOT, c, id)).catch(() => undefined)),
     );
+  }
+
+  /** From the sandbox's cgroup (v1 cpuacct, or v2 cpu.stat). */
+  async cpuUsageNs(id: string): Promise<number | null> {
+    try {
+      return Number(await readFile(join(CGROUP_ROOT, 'cpuacct', id, 'cpuacct.usage'), 'utf8'));
+    } catch {
+      try {
+        const stat = await readFile(join(CGROUP_ROOT, id, 'cpu.stat'), 'utf8');
+        const usec = /usage_usec (\d+)/.exec(stat)?.[1];
+        return usec ? Number(usec) * 1000 : null;
+      } catch {
+        return null;
+      }
+    }
   }
 
   /** Live sandboxes only: runsc also lists stopped ones (a checkpoint stops its sandbox). */

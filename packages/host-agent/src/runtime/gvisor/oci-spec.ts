@@ -3,6 +3,37 @@ import type { SandboxSpec } from '../driver';
 
 const CPU_PERIOD_US = 100_000;
 
+/**
+ * Bumped when a change here must reach baked images (capabilities, the agent's
+ * command): part of the runtime version a template snapshot is baked for.
+ */
+export const SPEC_REVISION = 2;
+
+/**
+ * Root in a sandbox has the capabilities a container runtime gives by default
+ * (chown, setuid, kill, ...), enforced by gVisor's kernel, not the host's.
+ * The guest agent also holds CAP_SYS_ADMIN to give each restored copy its own
+ * host name; its process helper drops it from the bounding set, so no user
+ * process can have it.
+ */
+const USER_CAPS = [
+  'CAP_CHOWN',
+  'CAP_DAC_OVERRIDE',
+  'CAP_FSETID',
+  'CAP_FOWNER',
+  'CAP_MKNOD',
+  'CAP_NET_RAW',
+  'CAP_SETGID',
+  'CAP_SETUID',
+  'CAP_SETFCAP',
+  'CAP_SETPCAP',
+  'CAP_NET_BIND_SERVICE',
+  'CAP_SYS_CHROOT',
+  'CAP_KILL',
+  'CAP_AUDIT_WRITE',
+];
+const AGENT_CAPS = [...USER_CAPS, 'CAP_SYS_ADMIN'];
+
 /** The OCI runtime spec of one sandbox: the guest agent is its first process. */
 export function ociSpec(spec: SandboxSpec): object {
   const env = {
@@ -24,6 +55,13 @@ export function ociSpec(spec: SandboxSpec): object {
       ],
       env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
       cwd: '/',
+      capabilities: {
+        bounding: AGENT_CAPS,
+        effective: AGENT_CAPS,
+        permitted: AGENT_CAPS,
+        inheritable: [],
+        ambient: [],
+      },
     },
     // Writable from inside, but only into the in-memory overlay (--overlay2=root:memory):
     // the shared template directory on the host is never modified.

@@ -1,0 +1,155 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
+
+interface ApiSandbox {
+  id: string;
+  state: string;
+  stop_reason: string | null;
+  persistent: boolean;
+  idle_timeout_seconds: number;
+  expires_at: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('TTL and idle hibernation with short timeouts (real gVisor)', () => {
+  let p: TestPlatform;
+  const get = (id: string) => p.json<ApiSandbox>(`/v1/sandboxes/${id}`);
+
+  before(async () => {
+    p = await startTestPlatform({ sweepIntervalMs: 200 });
+  });
+  after(async () => {
+    await p?.stop();
+  });
+
+  /** Polls until the sandbox is in state, or fails after ms. */
+  const waitFor = async (id: string, state: string, ms: number) => {
+    const until = Date.now() + ms;
+    for (;;) {
+      const s = await get(id);
+      if (s.state === state) return s;
+      if (Date.now() > until) assert.fail(`${id} is ${s.state}, not ${state}, after ${ms} ms`);
+      await sleep(100);
+    }
+  };
+
+  it('an idle persistent sandbox hibernates after its idle timeout; a busy one does not', async () => {
+    const idle = await createSandbox(p, {
+      template: 'base',
+      memory_mb: 128,
+      persistent: true,
+      idle_timeout_seconds: 1,
+    });
+    const busy = await createSandbox(p, {
+      template: 'base',
+      memory_mb: 128,
+      persistent: true,
+      idle_timeout_seconds: 1,
+    });
+    try {
+      assert.equal((await get(idle)).persistent, true);
+      assert.equal((await get(idle)).idle_timeout_seconds, 1);
+      await exec(p, idle, { cmd: 'sh', args: ['-c', 'echo kept > /root/f'] });
+      await p.json(`/v1/sandboxes/${busy}/processes`, {
+        method: 'POST',
+        json: { cmd: 'python3', args: ['-c', 'while True: pass'] },
+      });
+      await waitFor(idle, 'hibernated', 8000);
+      const events = await p.json<{ items: Array<{ to_state: string; cause: string }> }>(
+        `/v1/sandboxes/${idle}/events`,
+      );
+      assert.match(events.items.find((e) => e.to_state === 'hibernated')?.cause ?? '', /idle/);
+      // The busy one used its CPU the whole time: still running.
+      assert.equal((await get(busy)).state, 'running');
+      // Use wakes it, and the file is there.
+      const r = await exec(p, idle, { cmd: 'cat', args: ['/root/f'] });
+      assert.equal(r.stdout, 'kept\n');
+      assert.equal((await get(busy)).state, 'running');
+    } finally {
+      await p.api(`/v1/sandboxes/${idle}`, { method: 'DELETE' });
+      await p.api(`/v1/sandboxes/${busy}`, { method: 'DELETE' });
+    }
+  });
+
+  /** Starts `sleep` in an exec stream; resolves once it runs, with the rest of the stream. */
+  const streamSleep = async (id: string, seconds: number) => {
+    const res = await p.api(`/v1/sandboxes/${id}/exec/stream`, {
+      method: 'POST',
+      json: { cmd: 'sleep', args: [String(seconds)] },
+    });
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    assert.match(first, /"start"/);
+    return (async () => {
+      let rest = first;
+      for (let r = await reader.read(); !r.done; r = await reader.read())
+        rest += new TextDecoder().decode(r.value);
+      return rest;
+    })();
+  };
+
+  for (const kind of ['persistent', 'ttl'] as const) {
+    it(`an open exec stream keeps a sandbox from ${kind === 'ttl' ? 'expiring' : 'idling'}`, async () => {
+      const id = await createSandbox(
+        p,
+        kind === 'ttl'
+          ? { template: 'base', memory_mb: 128, ttl_seconds: 2 }
+          : { template: 'base', memory_mb: 128, persistent: true, idle_timeout_seconds: 2 },
+      );
+      try {
+        // `sleep 6` in a stream: three times the timeout.
+        const rest = await streamSleep(id, 6);
+        assert.match(await rest, /"exit"/);
+        const ended = new Date().toISOString();
+        const events = await p.json<{ items: Array<{ at: string; to_state: string }> }>(
+          `/v1/sandboxes/${id}/events`,
+        );
+        const early = events.items.filter(
+          (e) => (e.to_state === 'hibernated' || e.to_state === 'stopping') && e.at < ended,
+        );
+        assert.deepEqual(early, [], 'nothing happened to it while the stream was open');
+        // Once the stream is over, the timeout applies again.
+        const later = await waitFor(id, kind === 'ttl' ? 'stopped' : 'hibernated', 10_000);
+        if (kind === 'ttl') assert.equal(later.stop_reason, 'ttl_expired');
+      } finally {
+        await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+      }
+    });
+  }
+
+  it('a persistent sandbox outlives its TTL; settings can be changed and are kept', async () => {
+    const id = await createSandbox(p, {
+      template: 'base',
+      memory_mb: 128,
+      ttl_seconds: 1,
+      persistent: true,
+      idle_timeout_seconds: 3600,
+    });
+    try {
+      await sleep(1800);
+      assert.equal((await get(id)).state, 'running');
+      const patched = await p.json<ApiSandbox>(`/v1/sandboxes/${id}`, {
+        method: 'PATCH',
+        json: { idle_timeout_seconds: 1 },
+      });
+      assert.equal(patched.idle_timeout_seconds, 1);
+      await waitFor(id, 'hibernated', 8000);
+      // Waking (implicitly) keeps the user's settings, never defaults.
+      await exec(p, id, { cmd: 'true' });
+      const woken = await get(id);
+      assert.deepEqual(
+        [woken.state, woken.persistent, woken.idle_timeout_seconds],
+        ['running', true, 1],
+      );
+      const bad = await p.api('/v1/sandboxes', {
+        method: 'POST',
+        json: { template: 'base', idle_timeout_seconds: 0 },
+      });
+      assert.equal(bad.status, 400);
+    } finally {
+      await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    }
+  });
+});
