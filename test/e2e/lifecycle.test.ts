@@ -1,6 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { COUNTER, createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
 
@@ -43,15 +43,57 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
     assert.ok((await count()) > after, 'counts again after resume');
   });
 
-  it('survives repeated pause/resume cycles', async () => {
-    for (let i = 0; i < 20; i++) {
+  /**
+   * What the sandbox holds on the host: runtime processes, mounts, files in its
+   * work directory, and open descriptors of the platform's process.
+   */
+  const footprint = () => {
+    const processes = readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .filter((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(p.home);
+        } catch {
+          return false;
+        }
+      }).length;
+    const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .filter((l) => l.includes(p.home)).length;
+    const files = readdirSync(join(p.home, 'sandboxes', id), { recursive: true })
+      .map(String)
+      .sort();
+    const fds = readdirSync('/proc/self/fd').length;
+    return { processes, mounts, files, fds };
+  };
+
+  /** Five files with known contents; checks they are all intact. */
+  const CHECKSUMS = 'cd /root/keep && sha256sum -c sums >/dev/null && echo intact';
+  const writeFiles = () =>
+    exec(p, id, {
+      cmd: 'sh',
+      args: [
+        '-c',
+        'mkdir -p /root/keep && cd /root/keep && for i in 1 2 3 4 5; do head -c $((i * 100000)) /dev/urandom > f$i; done && sha256sum f* > sums',
+      ],
+    });
+
+  it('100 pause/resume cycles: the process keeps counting, files intact, nothing leaks', async () => {
+    await writeFiles();
+    const start = footprint();
+    let last = await count();
+    for (let i = 0; i < 100; i++) {
       assert.equal((await act('pause')).status, 200);
       assert.equal((await act('resume')).status, 200);
+      if (i % 25 === 24) {
+        const now = await count();
+        assert.ok(now > last, `still counting after ${i + 1} cycles: ${last} -> ${now}`);
+        last = now;
+      }
     }
-    const a = await count();
-    await new Promise((r) => setTimeout(r, 200));
-    assert.ok((await count()) > a);
+    assert.equal((await exec(p, id, { cmd: 'sh', args: ['-c', CHECKSUMS] })).stdout, 'intact\n');
     assert.equal((await exec(p, id, { cmd: 'cat', args: ['/root/data.txt'] })).stdout, 'precious');
+    assert.deepEqual(footprint(), start);
   });
 
   it('an exec on a paused sandbox resumes it implicitly', async () => {
@@ -94,6 +136,28 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
       procs.some((x) => x.state === 'running'),
       'the process table survived',
     );
+  });
+
+  it('20 hibernate/wake cycles: the process keeps counting, files intact, nothing leaks', async () => {
+    let first: ReturnType<typeof footprint> | undefined;
+    for (let cycle = 0; cycle < 20; cycle++) {
+      const before = await count();
+      assert.equal((await act('hibernate')).status, 200);
+      assert.equal((await act('wake')).status, 200);
+      const after = await count();
+      assert.ok(after >= before, `cycle ${cycle}: counter continued: ${before} -> ${after}`);
+      await p.context.host.settle();
+      // The first cycle may leave what every later one reuses; after that nothing grows.
+      if (cycle === 0) first = footprint();
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    const now = await count();
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok((await count()) > now, 'the background process still runs');
+    assert.equal((await exec(p, id, { cmd: 'sh', args: ['-c', CHECKSUMS] })).stdout, 'intact\n');
+    await p.context.host.settle();
+    assert.deepEqual(footprint(), first);
+    assert.deepEqual(p.runscContainers(), [id]);
   });
 
   it('a file read wakes a hibernated sandbox implicitly', async () => {

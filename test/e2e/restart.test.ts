@@ -5,14 +5,29 @@ import { join } from 'node:path';
 import { createSandbox, exec, startTestPlatform } from '../fixture';
 
 describe('platform restart (real gVisor)', () => {
-  it('keeps the admin token and reattaches to running sandboxes', async () => {
+  it('keeps the admin token, reattaches to running sandboxes and keeps hibernated ones', async () => {
     const home = mkdtempSync('/tmp/wt-');
     try {
       const first = await startTestPlatform({ home, destroyOnClose: false, keepHome: true });
       const token = first.adminToken;
       assert.equal(readFileSync(join(home, 'admin-token'), 'utf8').trim(), token);
       let id: string;
+      let sleeper: string;
       try {
+        // One sandbox hibernated across the restart, one running through it.
+        sleeper = await createSandbox(first, {
+          template: 'base',
+          memory_mb: 128,
+          persistent: true,
+        });
+        await first.api(`/v1/sandboxes/${sleeper}/files?path=/root/dream.txt`, {
+          method: 'PUT',
+          body: 'hibernated',
+        });
+        assert.equal(
+          (await first.api(`/v1/sandboxes/${sleeper}/hibernate`, { method: 'POST' })).status,
+          200,
+        );
         id = await createSandbox(first, { template: 'base', env: { KEPT: 'yes' } });
         await first.api(`/v1/sandboxes/${id}/files?path=/root/state.txt`, {
           method: 'PUT',
@@ -35,6 +50,12 @@ describe('platform restart (real gVisor)', () => {
           args: ['-c', 'cat /root/state.txt; echo " $KEPT"; pgrep -c sleep || ls /proc | head -1'],
         });
         assert.match(r.stdout, /^before restart yes\n/);
+        // The hibernated one is still hibernated, and wakes on use.
+        assert.equal((await second.json(`/v1/sandboxes/${sleeper}`)).state, 'hibernated');
+        const dream = await exec(second, sleeper, { cmd: 'cat', args: ['/root/dream.txt'] });
+        assert.equal(dream.stdout, 'hibernated');
+        const woken = await second.json(`/v1/sandboxes/${sleeper}`);
+        assert.deepEqual([woken.state, woken.persistent], ['running', true]);
       } finally {
         await second.stop();
       }
