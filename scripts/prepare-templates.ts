@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { HostAgent, createDriver } from '@warren/host-agent';
+import { HostAgent, createDriver, createSnapshotStore } from '@warren/host-agent';
 import { REPO_ROOT, defaultMemoryBudgetMb } from '../packages/server/src/config';
 
 const state = join(REPO_ROOT, '.state');
@@ -23,6 +23,7 @@ const host = new HostAgent(
     memoryBudgetMb: defaultMemoryBudgetMb(),
     debianMirror: process.env.WARREN_DEBIAN_MIRROR ?? 'http://deb.debian.org/debian',
     readyTimeoutMs: 30_000,
+    snapshotStore: createSnapshotStore(join(work, 'snapshots')),
   },
   driver,
 );

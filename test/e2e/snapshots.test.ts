@@ -76,7 +76,13 @@ describe('snapshots and fork-trees of running sandboxes (real gVisor)', () => {
 
     const del = await p.api(`/v1/snapshots/${snap.id}`, { method: 'DELETE' });
     assert.equal(del.status, 204);
-    assert.ok(!existsSync(join(p.home, 'snapshots', snap.id)), 'storage freed');
+    const store = join(p.home, 'snapshots', 'store');
+    assert.ok(!existsSync(join(store, 'manifests', `${snap.id}.json`)));
+    assert.deepEqual(
+      readdirSync(join(store, 'blobs'), { recursive: true }).filter((f) => String(f).includes('/')),
+      [],
+      'storage freed',
+    );
     assert.deepEqual(await code(await p.api(`/v1/snapshots/${snap.id}`)), [
       404,
       'SNAPSHOT_NOT_FOUND',
@@ -181,7 +187,7 @@ describe('snapshots and fork-trees of running sandboxes (real gVisor)', () => {
       for (const id of ids) await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
     }
     assert.deepEqual(
-      readdirSync(join(p.home, 'snapshots')).filter((d) => d.startsWith('.fork-')),
+      readdirSync(join(p.home, 'snapshots')).filter((d) => d.startsWith('.')),
       [],
     );
   });

@@ -14,6 +14,7 @@ import type { RuntimeDriver, SandboxSpec } from './runtime/driver';
 import { ensureGuestBundle, type GuestBundle } from './templates/guest-bundle';
 import { BUILTIN_TEMPLATES, TemplateCatalog, type TemplateRecord } from './templates/catalog';
 import type { Progress } from './templates/rootfs';
+import type { SnapshotStore } from './snapshots';
 
 export interface HostAgentConfig {
   hostId: string;
@@ -24,6 +25,8 @@ export interface HostAgentConfig {
   debianMirror: string;
   /** How long a restored guest agent may take to dial in. */
   readyTimeoutMs: number;
+  /** Snapshot images: a local directory, or an S3 bucket with that directory as cache. */
+  snapshotStore: SnapshotStore;
 }
 
 export interface CreateOnHost {
@@ -76,6 +79,10 @@ export class HostAgent {
 
   get id(): string {
     return this.config.hostId;
+  }
+
+  get snapshots(): SnapshotStore {
+    return this.config.snapshotStore;
   }
 
   capacity(): { memory_budget_mb: number; memory_reserved_mb: number; sandboxes: number } {

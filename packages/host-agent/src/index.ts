@@ -9,3 +9,11 @@ export {
 export type { RuntimeDriver, DriverCapabilities, SandboxSpec } from './runtime/driver';
 export { createDriver, type DriverName } from './runtime';
 export { BUILTIN_TEMPLATES, type TemplateRecord } from './templates/catalog';
+export {
+  createSnapshotStore,
+  LocalSnapshotStore,
+  S3SnapshotStore,
+  type SnapshotStore,
+  type SnapshotManifest,
+  type S3StoreConfig,
+} from './snapshots';

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { DriverName } from '@warren/host-agent';
+import type { DriverName, S3StoreConfig } from '@warren/host-agent';
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 
@@ -30,6 +30,8 @@ export interface Config {
   /** Templates built (if missing) and baked at start. */
   templates: string[];
   logLevel: string;
+  /** Where snapshot images are kept: under home, or in an S3-compatible bucket (cached under home). */
+  snapshotStore: { kind: 'local' } | ({ kind: 's3' } & S3StoreConfig);
   /** Destroy every sandbox on close (tests); by default sandboxes outlive a restart. */
   destroyOnClose: boolean;
 }
@@ -48,6 +50,23 @@ function driverName(value: string | undefined): DriverName {
   throw new Error(
     `WARREN_DRIVER must be gvisor (or fake, for unit tests only), not ${JSON.stringify(value)}`,
   );
+}
+
+function snapshotStore(env: NodeJS.ProcessEnv): Config['snapshotStore'] {
+  const kind = env.WARREN_SNAPSHOT_STORE ?? 'local';
+  if (kind === 'local') return { kind: 'local' };
+  if (kind !== 's3')
+    throw new Error(`WARREN_SNAPSHOT_STORE must be local or s3, not ${JSON.stringify(kind)}`);
+  if (!env.WARREN_S3_BUCKET) throw new Error('WARREN_SNAPSHOT_STORE=s3 needs WARREN_S3_BUCKET');
+  return {
+    kind: 's3',
+    bucket: env.WARREN_S3_BUCKET,
+    prefix: env.WARREN_S3_PREFIX ?? 'warren/',
+    endpoint: env.WARREN_S3_ENDPOINT || undefined,
+    region: env.WARREN_S3_REGION ?? env.AWS_REGION ?? 'us-east-1',
+    accessKeyId: env.WARREN_S3_ACCESS_KEY_ID ?? env.AWS_ACCESS_KEY_ID,
+    secretAccessKey: env.WARREN_S3_SECRET_ACCESS_KEY ?? env.AWS_SECRET_ACCESS_KEY,
+  };
 }
 
 /** 75% of the host's memory, leaving room for the host itself. */
@@ -80,6 +99,7 @@ export function loadConfig(
     debianMirror: env.WARREN_DEBIAN_MIRROR ?? 'http://deb.debian.org/debian',
     templates: (env.WARREN_TEMPLATES ?? 'base').split(',').filter(Boolean),
     logLevel: env.WARREN_LOG_LEVEL ?? 'info',
+    snapshotStore: snapshotStore(env),
     destroyOnClose: env.WARREN_DESTROY_ON_CLOSE === '1',
     ...overrides,
   };

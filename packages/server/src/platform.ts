@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { HostAgent, createDriver } from '@warren/host-agent';
+import { HostAgent, createDriver, createSnapshotStore } from '@warren/host-agent';
 import { buildApp, type App } from './app';
 import { ensureAdminToken } from './auth';
 import { loadConfig, type Config } from './config';
@@ -70,6 +70,10 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
       sandboxesDir: join(config.home, 'sandboxes'),
       templatesDir: config.templatesDir,
       memoryBudgetMb: config.memoryBudgetMb,
+      snapshotStore: createSnapshotStore(
+        join(config.home, 'snapshots', 'store'),
+        config.snapshotStore.kind === 's3' ? config.snapshotStore : undefined,
+      ),
       debianMirror: config.debianMirror,
       readyTimeoutMs: config.readyTimeoutMs,
     },

@@ -2,8 +2,8 @@
  * Control-plane logic of sandboxes: validation against templates, records
  * and state changes in the store, placement on the host agent, TTL.
  */
-import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import {
   WarrenError,
   newId,
@@ -50,14 +50,6 @@ export function snapshotToApi(row: SnapshotRow): Snapshot {
   return api;
 }
 
-async function dirBytes(dir: string): Promise<number> {
-  let total = 0;
-  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (e.isFile()) total += (await stat(join(e.parentPath, e.name))).size;
-  }
-  return total;
-}
-
 interface LaunchOptions {
   template: string;
   cpu?: number;
@@ -93,22 +85,27 @@ export class SandboxService {
   async create(orgId: string, req: CreateSandboxRequest): Promise<Sandbox> {
     if (req.from_snapshot) {
       const snap = await this.snapshotRow(orgId, req.from_snapshot);
-      return this.launch(orgId, {
-        template: snap.template,
-        cpu: req.cpu ?? snap.cpu,
-        memoryMb: req.memory_mb ?? snap.memory_mb,
-        env: { ...(JSON.parse(snap.env) as Record<string, string>), ...req.env },
-        metadata: req.metadata,
-        ttlSeconds: req.ttl_seconds,
-        persistent: req.persistent,
-        idleTimeoutSeconds: req.idle_timeout_seconds,
-        parentId: snap.sandbox_id,
-        parentLineage: JSON.parse(snap.lineage) as string[],
-        forkKind: 'memory',
-        snapshotId: snap.id,
-        from: await this.snapshotSource(snap.id),
-        cause: `restored from snapshot ${snap.id}`,
-      });
+      const source = await this.snapshotSource(snap.id);
+      try {
+        return await this.launch(orgId, {
+          template: snap.template,
+          cpu: req.cpu ?? snap.cpu,
+          memoryMb: req.memory_mb ?? snap.memory_mb,
+          env: { ...(JSON.parse(snap.env) as Record<string, string>), ...req.env },
+          metadata: req.metadata,
+          ttlSeconds: req.ttl_seconds,
+          persistent: req.persistent,
+          idleTimeoutSeconds: req.idle_timeout_seconds,
+          parentId: snap.sandbox_id,
+          parentLineage: JSON.parse(snap.lineage) as string[],
+          forkKind: 'memory',
+          snapshotId: snap.id,
+          from: source,
+          cause: `restored from snapshot ${snap.id}`,
+        });
+      } finally {
+        await rm(dirname(source.imageDir), { recursive: true, force: true });
+      }
     }
     return this.launch(orgId, {
       template: req.template,
@@ -184,14 +181,21 @@ export class SandboxService {
 
   // ---- snapshots and forks ----
 
-  private snapshotDir(id: string): string {
-    return join(this.config.home, 'snapshots', id);
+  /** A scratch directory for one capture or restore; removed when it is done. */
+  private scratchDir(kind: 'capture' | 'restore' | 'fork'): string {
+    return join(this.config.home, 'snapshots', `.${kind}-${newId('snapshot')}`);
   }
 
+  /** The image of a snapshot as a directory (fetched from the store first if need be). */
   private async snapshotSource(id: string): Promise<{ imageDir: string; spec: SandboxSpec }> {
-    const dir = this.snapshotDir(id);
-    const spec = JSON.parse(await readFile(join(dir, 'spec.json'), 'utf8')) as SandboxSpec;
-    return { imageDir: join(dir, 'image'), spec };
+    const imageDir = join(this.scratchDir('restore'), 'image');
+    try {
+      const manifest = await this.host.snapshots.materialize<SandboxSpec>(id, imageDir);
+      return { imageDir, spec: manifest.meta };
+    } catch (err) {
+      await rm(dirname(imageDir), { recursive: true, force: true });
+      throw err;
+    }
   }
 
   async snapshotRow(orgId: string, id: string): Promise<SnapshotRow> {
@@ -205,11 +209,11 @@ export class SandboxService {
     await this.use(orgId, id); // wakes a paused or hibernated sandbox first
     const row = await this.row(orgId, id);
     const snapId = newId('snapshot');
-    const dir = this.snapshotDir(snapId);
+    const dir = this.scratchDir('capture');
     return this.locked(id, async () => {
       try {
         const { spec, pausedMs } = await this.host.capture(id, join(dir, 'image'));
-        await writeFile(join(dir, 'spec.json'), JSON.stringify(spec));
+        const manifest = await this.host.snapshots.put(snapId, join(dir, 'image'), spec);
         const snap: SnapshotRow = {
           id: snapId,
           org_id: orgId,
@@ -220,15 +224,19 @@ export class SandboxService {
           memory_mb: row.memory_mb,
           env: row.env,
           lineage: row.lineage, // the sandbox's ancestors; children add the sandbox itself
-          size_bytes: await dirBytes(dir),
+          size_bytes: manifest.files.reduce((n, f) => n + f.size, 0),
           parent_pause_ms: Math.round(pausedMs),
           created_at: new Date().toISOString(),
         };
-        await this.store.insertSnapshot(snap);
+        try {
+          await this.store.insertSnapshot(snap);
+        } catch (err) {
+          await this.host.snapshots.delete(snapId);
+          throw err;
+        }
         return snapshotToApi(snap);
-      } catch (err) {
+      } finally {
         await rm(dir, { recursive: true, force: true });
-        throw err;
       }
     });
   }
@@ -237,7 +245,8 @@ export class SandboxService {
     await this.snapshotRow(orgId, id);
     await this.store.deleteSnapshot(id);
     // Restored sandboxes hold no reference to the image: it is read whole at restore.
-    await rm(this.snapshotDir(id), { recursive: true, force: true });
+    // Its files go once no other snapshot shares them.
+    await this.host.snapshots.delete(id);
   }
 
   /**
@@ -256,7 +265,7 @@ export class SandboxService {
         { requested_mb: need, free_mb: memory_budget_mb - memory_reserved_mb },
       );
     }
-    const dir = join(this.config.home, 'snapshots', `.fork-${newId('snapshot')}`);
+    const dir = this.scratchDir('fork');
     try {
       const { spec, pausedMs } = await this.locked(id, () =>
         this.host.capture(id, join(dir, 'image')),
@@ -310,7 +319,7 @@ export class SandboxService {
   async fork(orgId: string, id: string, req: ForkRequest): Promise<Sandbox> {
     await this.use(orgId, id);
     const parent = await this.row(orgId, id);
-    const dir = join(this.config.home, 'snapshots', `.fork-${newId('snapshot')}`);
+    const dir = this.scratchDir('fork');
     try {
       const { spec } = await this.locked(id, () => this.host.capture(id, join(dir, 'image')));
       return await this.launch(orgId, {
