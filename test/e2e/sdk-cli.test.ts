@@ -257,6 +257,26 @@ describe('TypeScript SDK and CLI (real gVisor)', () => {
       await assert.rejects(sbx.wake(), isCode('INVALID_STATE'));
     });
 
+    it('snapshot, restore from it, fork and forkTree', async () => {
+      await sbx.files.write('/root/sdk-state', 'v1');
+      const snap = await sbx.snapshot();
+      const restored = await Sandbox.create({ ...conn, fromSnapshot: snap.id });
+      const disk = await sbx.fork({ metadata: { kind: 'disk' } });
+      const tree = await sbx.forkTree(2);
+      try {
+        assert.equal(restored.info.snapshot_id, snap.id);
+        assert.equal(await restored.files.read('/root/sdk-state'), 'v1');
+        assert.deepEqual([disk.info.fork_kind, disk.info.lineage], ['disk', [sbx.id]]);
+        assert.equal(await disk.files.read('/root/sdk-state'), 'v1');
+        assert.equal(tree.children.length, 2);
+        assert.ok(tree.parentPauseMs > 0);
+        assert.equal((await tree.children[0]!.commands.run('cat /root/sdk-state')).stdout, 'v1');
+      } finally {
+        for (const s2 of [restored, disk, ...tree.children]) await s2.kill();
+        await Sandbox.deleteSnapshot(snap.id, conn);
+      }
+    });
+
     it('sandbox.kill() destroys it; afterwards it is stopped and refuses work', async () => {
       await sbx.kill();
       const info = await sbx.getInfo();

@@ -7,6 +7,7 @@ import type {
   Sandbox as SandboxInfo,
   SandboxList,
   SandboxState,
+  Snapshot,
 } from '@warren/protocol';
 import { HttpClient } from './client';
 import { Commands } from './commands';
@@ -24,6 +25,16 @@ export interface SandboxCreateOptions extends ConnectionOptions {
   ttlSeconds?: number;
   cpu?: number;
   memoryMb?: number;
+  /** Never reaped by the TTL; hibernated after `idleTimeoutSeconds` idle instead. */
+  persistent?: boolean;
+  idleTimeoutSeconds?: number;
+  /** Continue from this snapshot (processes, memory, files) instead of a template. */
+  fromSnapshot?: string;
+}
+
+export interface ForkOptions {
+  metadata?: Record<string, string>;
+  ttlSeconds?: number;
 }
 
 export interface SandboxListOptions extends ConnectionOptions {
@@ -81,8 +92,16 @@ export class Sandbox {
       ttl_seconds: o.ttlSeconds,
       cpu: o.cpu,
       memory_mb: o.memoryMb,
+      persistent: o.persistent,
+      idle_timeout_seconds: o.idleTimeoutSeconds,
+      from_snapshot: o.fromSnapshot,
     };
     return new Sandbox(http, await http.json<SandboxInfo>('POST', '/v1/sandboxes', { json: req }));
+  }
+
+  /** Deletes a snapshot; its storage is freed once no other snapshot shares it. */
+  static async deleteSnapshot(id: string, opts: ConnectionOptions = {}): Promise<void> {
+    await new HttpClient(opts).request('DELETE', `/v1/snapshots/${encodeURIComponent(id)}`);
   }
 
   /** Attaches to an existing sandbox (fails with SANDBOX_NOT_FOUND if there is none). */
@@ -160,6 +179,35 @@ export class Sandbox {
 
   wake(): Promise<SandboxInfo> {
     return this.#lifecycle('wake');
+  }
+
+  /** Captures memory, processes and files; the sandbox goes on running. */
+  snapshot(): Promise<Snapshot> {
+    return this.#http.json<Snapshot>('POST', `${path(this.id)}/snapshots`);
+  }
+
+  /** A new sandbox with a copy of this one's files, started fresh (no processes). */
+  async fork(opts: ForkOptions = {}): Promise<Sandbox> {
+    const info = await this.#http.json<SandboxInfo>('POST', `${path(this.id)}/fork`, {
+      json: { metadata: opts.metadata, ttl_seconds: opts.ttlSeconds },
+    });
+    return new Sandbox(this.#http, info);
+  }
+
+  /** `count` (1..16) children that continue from one capture of this sandbox's memory. */
+  async forkTree(
+    count: number,
+    opts: ForkOptions = {},
+  ): Promise<{ parentPauseMs: number; children: Sandbox[] }> {
+    const res = await this.#http.json<{ parent_pause_ms: number; children: SandboxInfo[] }>(
+      'POST',
+      `${path(this.id)}/fork-tree`,
+      { json: { count, metadata: opts.metadata, ttl_seconds: opts.ttlSeconds } },
+    );
+    return {
+      parentPauseMs: res.parent_pause_ms,
+      children: res.children.map((c) => new Sandbox(this.#http, c)),
+    };
   }
 
   async #lifecycle(action: 'pause' | 'resume' | 'hibernate' | 'wake'): Promise<SandboxInfo> {
