@@ -284,7 +284,14 @@ async function main(): Promise<void> {
       snapRow.direct.push(
         (
           await timed(() =>
-            direct.runsc(['checkpoint', '--leave-running', '--image-path', image, live]),
+            direct.runsc([
+              'checkpoint',
+              '--leave-running',
+              '--compression=none',
+              '--image-path',
+              image,
+              live,
+            ]),
           )
         )[0],
       );
@@ -293,7 +300,11 @@ async function main(): Promise<void> {
       await destroyDirect([dchild]);
       const hibImage = join(direct.dir, `hib-${i}`);
       hib.direct.push(
-        (await timed(() => direct.runsc(['checkpoint', '--image-path', hibImage, live])))[0],
+        (
+          await timed(() =>
+            direct.runsc(['checkpoint', '--compression=none', '--image-path', hibImage, live]),
+          )
+        )[0],
       );
       await destroyDirect([live]);
       const [dw, woken] = await direct.restoreAndExec(p, hibImage);
@@ -325,7 +336,14 @@ async function main(): Promise<void> {
     fork.warren.push(wf);
     await deleteAll(tree.children.map((c) => c.id));
     const forkImage = join(direct.dir, 'fork');
-    await direct.runsc(['checkpoint', '--leave-running', '--image-path', forkImage, live]);
+    await direct.runsc([
+      'checkpoint',
+      '--leave-running',
+      '--compression=none',
+      '--image-path',
+      forkImage,
+      live,
+    ]);
     const [df, dkids] = await timed(() =>
       Promise.all(Array.from({ length: 16 }, () => direct.restoreAndExec(p, forkImage))),
     );

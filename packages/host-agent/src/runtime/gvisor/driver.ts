@@ -49,7 +49,17 @@ export class GvisorDriver implements RuntimeDriver {
     // The image is complete when this returns. Without --leave-running the
     // sandbox then winds down by itself, and runsc records it as stopped about
     // two seconds later; callers kill it rather than wait (see HostAgent.hibernate).
-    await runsc(this.opts, ['checkpoint', ...leave, '--image-path', imageDir, id]);
+    // Uncompressed: an image is about four times larger (13 MB instead of 3 MB for
+    // a small Python process), but a restore takes half the CPU time, and
+    // restores (creates, forks, wakes) are what must be fast.
+    await runsc(this.opts, [
+      'checkpoint',
+      ...leave,
+      '--compression=none',
+      '--image-path',
+      imageDir,
+      id,
+    ]);
   }
 
   async pause(id: string): Promise<void> {

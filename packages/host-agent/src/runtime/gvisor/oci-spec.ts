@@ -4,10 +4,11 @@ import type { SandboxSpec } from '../driver';
 const CPU_PERIOD_US = 100_000;
 
 /**
- * Bumped when a change here must reach baked images (capabilities, the agent's
- * command): part of the runtime version a template snapshot is baked for.
+ * Bumped when a change of the driver must reach baked images (capabilities, the
+ * agent's command, checkpoint options): part of the runtime version a template
+ * snapshot is baked for.
  */
-export const SPEC_REVISION = 2;
+export const SPEC_REVISION = 3;
 
 /**
  * Root in a sandbox has the capabilities a container runtime gives by default
