@@ -8,10 +8,12 @@ import {
   type ExecEvent,
   type GuestHello,
   type GuestProcessStart,
+  type PortConnect,
 } from '@warren/protocol/guest';
 import { dialData } from './data';
 import { readJson } from './body';
 import * as files from './files';
+import { connectPort } from './ports';
 import type { ProcessTable } from './processes';
 import { sendError, sendJson, toWarrenError } from './respond';
 
@@ -156,6 +158,10 @@ export async function route(
       200,
       await files.move(files.checkPath(body.from), files.checkPath(body.to)),
     );
+  }
+  if (path === GUEST_PATHS.portConnect && method === 'POST') {
+    await connectPort(await readJson<PortConnect>(stream));
+    return sendJson(stream, 200, { ok: true });
   }
   throw new WarrenError('NOT_FOUND', `no guest route ${method} ${path}`);
 }

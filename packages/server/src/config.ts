@@ -28,6 +28,10 @@ export interface Config {
   logLevel: string;
   /** Destroy every sandbox on close (tests); by default sandboxes outlive a restart. */
   destroyOnClose: boolean;
+  /** Preview URLs are `{port}-{sandbox id}.<previewDomain>`, routed by the Host header. */
+  previewDomain: string;
+  /** How preview URLs are shown (`{port}`, `{id}`); by default http, the domain and the API port. */
+  previewUrl?: string;
 }
 
 function int(value: string | undefined, fallback: number): number {
@@ -75,6 +79,10 @@ export function loadConfig(
     templates: (env.WARREN_TEMPLATES ?? 'base').split(',').filter(Boolean),
     logLevel: env.WARREN_LOG_LEVEL ?? 'info',
     destroyOnClose: env.WARREN_DESTROY_ON_CLOSE === '1',
+    previewDomain: (env.WARREN_PREVIEW_DOMAIN || 'localhost')
+      .toLowerCase()
+      .replace(/^\.+|\.+$/g, ''),
+    previewUrl: env.WARREN_PREVIEW_URL || undefined,
     ...overrides,
   };
   return config;

@@ -15,9 +15,11 @@ import {
 } from '@warren/protocol';
 import type { GuestChannel, HostAgent, SandboxSpec } from '@warren/host-agent';
 import type { Config } from './config';
+import { newPreviewToken, previewUrl } from './preview/token';
+import { hashToken } from './auth';
 import type { SandboxRow, SnapshotRow, Store } from './store/store';
 
-export function toApi(row: SandboxRow): Sandbox {
+export function toApi(row: SandboxRow, previewTemplate?: string): Sandbox {
   return {
     id: row.id,
     org_id: row.org_id,
@@ -36,6 +38,8 @@ export function toApi(row: SandboxRow): Sandbox {
     stop_reason: row.stop_reason,
     parent_id: row.parent_id,
     snapshot_id: row.snapshot_id,
+    preview_url: previewUrl(previewTemplate, row.id),
+    preview_auth: row.preview_auth === 1,
   };
 }
 
@@ -63,6 +67,8 @@ interface LaunchOptions {
   parentId?: string;
   snapshotId?: string;
   from?: { imageDir: string; spec: SandboxSpec };
+  /** Preview URLs need a token; a fork child passes its parent's token hash. */
+  preview?: { auth: boolean; tokenHash?: string | null };
   /** Recorded as the cause of the change to running. */
   cause: string;
 }
@@ -91,6 +97,7 @@ export class SandboxService {
         parentId: snap.sandbox_id,
         snapshotId: snap.id,
         from: await this.snapshotSource(snap.id),
+        preview: { auth: req.preview_auth === true },
         cause: `restored from snapshot ${snap.id}`,
       });
     }
@@ -101,6 +108,7 @@ export class SandboxService {
       env: req.env ?? {},
       metadata: req.metadata,
       ttlSeconds: req.ttl_seconds,
+      preview: { auth: req.preview_auth === true },
       cause: 'restored from template snapshot',
     });
   }
@@ -119,6 +127,8 @@ export class SandboxService {
     }
     const now = new Date();
     const ttl = o.ttlSeconds ?? this.config.defaultTtlSeconds;
+    const previewAuth = o.preview?.auth === true;
+    const previewToken = previewAuth && !o.preview?.tokenHash ? newPreviewToken() : undefined;
     const row: SandboxRow = {
       id: newId('sandbox'),
       org_id: orgId,
@@ -137,6 +147,8 @@ export class SandboxService {
       stop_reason: null,
       parent_id: o.parentId ?? null,
       snapshot_id: o.snapshotId ?? null,
+      preview_auth: previewAuth ? 1 : 0,
+      preview_token_hash: previewToken ? hashToken(previewToken) : (o.preview?.tokenHash ?? null),
     };
     await this.store.insertSandbox(row, 'create');
     try {
@@ -154,7 +166,8 @@ export class SandboxService {
       throw err;
     }
     await this.store.setState(row.id, 'running', o.cause);
-    return this.get(orgId, row.id);
+    const sandbox = await this.get(orgId, row.id);
+    return previewToken ? { ...sandbox, preview_token: previewToken } : sandbox;
   }
 
   // ---- snapshots and forks ----
@@ -246,6 +259,7 @@ export class SandboxService {
             ttlSeconds: req.ttl_seconds ?? parent.ttl_seconds,
             parentId: id,
             from: { imageDir: join(dir, 'image'), spec },
+            preview: { auth: parent.preview_auth === 1, tokenHash: parent.preview_token_hash },
             cause: `forked from ${id}`,
           }),
         ),
@@ -270,7 +284,7 @@ export class SandboxService {
   }
 
   async get(orgId: string, id: string): Promise<Sandbox> {
-    return toApi(await this.row(orgId, id));
+    return toApi(await this.row(orgId, id), this.config.previewUrl);
   }
 
   /** Resolves a running sandbox for an operation on it and counts that as activity (TTL). */

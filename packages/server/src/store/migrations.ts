@@ -106,4 +106,13 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('sandboxes').addColumn('snapshot_id', 'text').execute();
     },
   },
+  '0003_preview_urls': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .alterTable('sandboxes')
+        .addColumn('preview_auth', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema.alterTable('sandboxes').addColumn('preview_token_hash', 'text').execute();
+    },
+  },
 };

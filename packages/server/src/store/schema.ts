@@ -36,6 +36,10 @@ export interface SandboxTable {
   stop_reason: string | null;
   parent_id: string | null;
   snapshot_id: string | null;
+  /** 1 when preview URLs need a preview token. */
+  preview_auth: number;
+  /** sha256 of the current preview token; the token itself is never stored. */
+  preview_token_hash: string | null;
 }
 
 export interface SnapshotTable {

@@ -408,6 +408,8 @@ describe('store: list pagination and metadata filter', () => {
     stop_reason: null,
     parent_id: null,
     snapshot_id: null,
+    preview_auth: 0,
+    preview_token_hash: null,
     ...over,
   });
 

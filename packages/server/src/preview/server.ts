@@ -1,0 +1,25 @@
+/**
+ * The HTTP server of the control plane, as a Fastify server factory: requests
+ * and upgrades whose Host names a preview URL go to the preview proxy before
+ * Fastify sees them (they carry no API token); everything else is the API.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { PreviewProxy } from './proxy';
+
+export function previewServerFactory(preview: PreviewProxy) {
+  return (handler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
+    const server = createServer((req, res) => {
+      const target = preview.match(req.headers.host);
+      if (target) preview.handleRequest(req, res, target);
+      else handler(req, res);
+    });
+    server.on('upgrade', (req: IncomingMessage, socket, head: Buffer) => {
+      const target = preview.match(req.headers.host);
+      if (target) return preview.handleUpgrade(req, socket, head, target);
+      // The API has no upgrades of its own unless another listener takes them.
+      if (server.listenerCount('upgrade') === 1)
+        socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+    });
+    return server;
+  };
+}
