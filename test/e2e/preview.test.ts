@@ -4,6 +4,7 @@ import { Agent } from 'node:http';
 import { connect } from 'node:net';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { Sandbox } from '@warren/sdk';
 import { createSandbox, startTestPlatform, type TestPlatform } from '../fixture';
 import { PREVIEW_APP, RawWebSocket, previewRequest } from '../preview-app';
 
@@ -79,6 +80,20 @@ describe('preview URLs: ports in a sandbox over the control plane (real gVisor)'
     );
     assert.equal(view.preview_url, `http://{port}-${open}.localhost:${apiPort}`);
     assert.equal(view.preview_auth, false);
+  });
+
+  it('the SDK gives preview URLs and preview tokens', async () => {
+    const conn = { apiUrl: p.url, apiKey: p.adminToken };
+    const sdk = await Sandbox.connect(open, conn);
+    const url = new URL(sdk.getPreviewUrl(3000));
+    assert.equal(url.host, host(open));
+    assert.equal((await previewRequest(p.url, url.host, '/hello')).status, 200);
+    const guardedSdk = await Sandbox.connect(guarded, conn);
+    assert.equal(guardedSdk.previewToken, undefined, 'not shown after create');
+    token = await guardedSdk.rotatePreviewToken();
+    assert.equal(guardedSdk.previewToken, token);
+    const res = await get(guarded, '/hello', { headers: { 'x-warren-preview-token': token } });
+    assert.equal(res.status, 200);
   });
 
   it('keeps connections alive, carries request bodies both ways', async () => {

@@ -111,8 +111,9 @@ export class PreviewProxy {
   log: { error(obj: object, msg: string): void } = { error: () => undefined };
   readonly match: (host: string | undefined) => PreviewTarget | null;
   private readonly agents = new WeakMap<GuestChannel, Map<number, PortAgent>>();
-  /** Piped (upgraded) client connections, closed when the platform stops. */
+  /** Upgraded connections and answers in progress, closed when the platform stops. */
   private readonly piped = new Set<Duplex>();
+  private readonly answering = new Set<ServerResponse>();
 
   private matcher: ((host: string | undefined) => PreviewTarget | null) | null = null;
 
@@ -151,6 +152,8 @@ export class PreviewProxy {
 
   /** The `request` event of a preview host. */
   handleRequest(req: IncomingMessage, res: ServerResponse, target: PreviewTarget): void {
+    this.answering.add(res);
+    res.once('close', () => this.answering.delete(res));
     this.serve(req, res, target).catch((err: unknown) => this.fail(res, err));
   }
 
@@ -241,10 +244,12 @@ export class PreviewProxy {
     splice(client, data);
   }
 
-  /** Closes piped connections (pooled ones close with their sandbox's channel). */
+  /** Closes client connections still in use (pooled ones close with their sandbox's channel). */
   close(): void {
     for (const s of this.piped) s.destroy();
+    for (const res of this.answering) res.destroy();
     this.piped.clear();
+    this.answering.clear();
   }
 }
 
