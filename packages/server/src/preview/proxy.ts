@@ -203,6 +203,7 @@ export class PreviewProxy {
   }
 
   private fail(res: ServerResponse, err: unknown): void {
+    if (res.destroyed) return; // the client went away
     if (res.headersSent) {
       res.destroy();
       return;
