@@ -10,6 +10,7 @@ import { Readable } from 'node:stream';
 import { GvisorDriver } from '../packages/host-agent/src/runtime/gvisor/driver';
 import { startTestPlatform, RUNSC, type TestPlatform } from '../test/fixture';
 import { printTable, type Row } from './stats';
+import { previewRows } from './preview';
 
 const SEQUENTIAL = Number(process.env.BENCH_CREATES ?? 10);
 const CONCURRENT = 8;
@@ -217,6 +218,11 @@ async function main(): Promise<void> {
       await direct.runsc(['exec', dsbx, 'rm', '-f', '/tmp/big']);
     }
     rows.push(up, down);
+
+    // Preview URLs: the same app in a sandbox and on the host's loopback.
+    const preview = await previewRows(p);
+    rows.push(...preview.rows);
+    extra.push(...preview.notes);
 
     // Snapshots, restores from them, hibernate and wake, fork-tree (issue 3).
     const snapRow: Row = {

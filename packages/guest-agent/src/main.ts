@@ -17,6 +17,7 @@ import {
   GUEST_CHANNEL_DIR,
   GUEST_CHANNEL_SOCKET,
 } from '@warren/protocol/guest';
+import { closePortConnections } from './ports';
 import { ProcessTable } from './processes';
 import { handle, type GuestState } from './routes';
 
@@ -42,6 +43,7 @@ const state: GuestState = {
   processes: new ProcessTable(() => ({ ...baseEnv, ...state.env })),
   prepareCheckpoint: () => {
     attempts = 0;
+    closePortConnections();
     session?.destroy();
     socket?.destroy();
   },

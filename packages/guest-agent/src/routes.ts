@@ -8,11 +8,13 @@ import {
   type ExecEvent,
   type GuestHello,
   type GuestProcessStart,
+  type PortConnect,
 } from '@warren/protocol/guest';
 import { dialData } from './data';
 import { readJson } from './body';
 import * as files from './files';
 import { assumeIdentity } from './identity';
+import { connectPort } from './ports';
 import type { ProcessTable } from './processes';
 import { sendError, sendJson, toWarrenError } from './respond';
 
@@ -169,6 +171,10 @@ export async function route(
       200,
       await files.move(files.checkPath(body.from), files.checkPath(body.to)),
     );
+  }
+  if (path === GUEST_PATHS.portConnect && method === 'POST') {
+    await connectPort(await readJson<PortConnect>(stream));
+    return sendJson(stream, 200, { ok: true });
   }
   throw new WarrenError('NOT_FOUND', `no guest route ${method} ${path}`);
 }

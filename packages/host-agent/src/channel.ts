@@ -147,6 +147,34 @@ export class GuestChannel {
     return { size, stream: await data.socket };
   }
 
+  /** Preview connections to ports in the sandbox: no host socket may stay open for a checkpoint. */
+  private readonly portSockets = new Set<Socket>();
+
+  /**
+   * A raw byte stream to a TCP port on the sandbox's loopback (preview URLs):
+   * the guest connects to the port and pipes it over a data connection.
+   * Fails with PORT_NOT_LISTENING when nothing accepts on that port.
+   */
+  async openPort(port: number): Promise<Socket> {
+    const token = randomBytes(DATA_TOKEN_BYTES / 2).toString('hex');
+    const data = this.expectData(token, DATA_DIAL_TIMEOUT_MS);
+    try {
+      await this.json({ method: 'POST', path: GUEST_PATHS.portConnect, json: { port, token } });
+    } catch (err) {
+      data.cancel();
+      throw err;
+    }
+    const socket = await data.socket;
+    this.portSockets.add(socket);
+    socket.once('close', () => this.portSockets.delete(socket));
+    return socket;
+  }
+
+  private dropPortConnections(): void {
+    for (const s of this.portSockets) s.destroy();
+    this.portSockets.clear();
+  }
+
   private adopt(socket: Socket): void {
     const session = h2connect('http://guest', {
       createConnection: () => socket,
@@ -223,6 +251,7 @@ export class GuestChannel {
   async prepareCheckpoint(drainMs = 2_000): Promise<void> {
     const session = this.session;
     this.ready = false;
+    this.dropPortConnections();
     if (this.inflight > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, drainMs);
@@ -233,6 +262,7 @@ export class GuestChannel {
       });
       this.onIdle = null;
     }
+    this.dropPortConnections();
     try {
       await this.closeListener();
       if (!session || session.closed || session.destroyed) return;
@@ -268,6 +298,7 @@ export class GuestChannel {
 
   async close(): Promise<void> {
     await this.closeListener();
+    this.dropPortConnections();
     this.session?.destroy();
     this.session = null;
     this.ready = false;

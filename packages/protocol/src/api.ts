@@ -84,6 +84,12 @@ export const CreateSandboxRequest = Type.Object(
         description: 'Memory limit; within the template limits.',
       }),
     ),
+    preview_auth: Type.Optional(
+      Type.Boolean({
+        description:
+          'Preview URLs need a preview token (returned once, as `preview_token`). Default: false, anyone who can reach the URL gets through.',
+      }),
+    ),
   },
   Strict,
 );
@@ -145,6 +151,18 @@ export const Sandbox = Type.Object({
   }),
   persistent: Type.Boolean(),
   idle_timeout_seconds: Type.Integer(),
+  preview_url: Type.String({
+    description:
+      'URL of a port in the sandbox: replace `{port}` with the port a server in the sandbox listens on.',
+    examples: ['http://{port}-sbx_0123456789abcdef.localhost:8080'],
+  }),
+  preview_auth: Type.Boolean({ description: 'Preview URLs need a preview token.' }),
+  preview_token: Type.Optional(
+    Type.String({
+      description:
+        'Only in the answer to a create with `preview_auth: true`: the preview token. It is not stored and not shown again; rotate it with POST /v1/sandboxes/{id}/preview-token.',
+    }),
+  ),
 });
 export type Sandbox = Static<typeof Sandbox>;
 
@@ -216,6 +234,16 @@ export const SandboxEvent = Type.Object({
   cause: Type.String(),
 });
 export const SandboxEventList = Type.Object({ items: Type.Array(SandboxEvent) });
+
+export const PreviewToken = Type.Object({
+  sandbox_id: Type.String(),
+  preview_token: Type.String({
+    description:
+      'Send as header `x-warren-preview-token`, or once as `?warren_preview_token=` (sets a cookie).',
+  }),
+  preview_url: Type.String(),
+});
+export type PreviewToken = Static<typeof PreviewToken>;
 
 export const DeleteResult = Type.Object({ id: Type.String(), deleted: Type.Boolean() });
 

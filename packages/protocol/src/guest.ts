@@ -48,6 +48,8 @@ export const GUEST_PATHS = {
   filesStat: '/files/stat',
   filesMkdir: '/files/mkdir',
   filesRename: '/files/rename',
+  /** Preview: the guest connects to a TCP port on its loopback and pipes it over a data connection. */
+  portConnect: '/ports/connect',
 } as const;
 
 /** Sent by the host after every (re)connection: who the sandbox is now. */
@@ -68,6 +70,12 @@ export interface DataTransfer {
   path: string;
   token: string;
   mode?: string;
+}
+
+/** Connect to 127.0.0.1:<port> in the sandbox and pipe that connection over a data connection. */
+export interface PortConnect {
+  port: number;
+  token: string;
 }
 
 export interface GuestProcessStart {

@@ -4,6 +4,7 @@
  */
 import type {
   CreateSandboxRequest,
+  PreviewToken,
   Sandbox as SandboxInfo,
   SandboxList,
   SandboxState,
@@ -30,6 +31,8 @@ export interface SandboxCreateOptions extends ConnectionOptions {
   idleTimeoutSeconds?: number;
   /** Continue from this snapshot (processes, memory, files) instead of a template. */
   fromSnapshot?: string;
+  /** Preview URLs need the preview token (`sandbox.previewToken` after create). */
+  previewAuth?: boolean;
 }
 
 export interface ForkOptions {
@@ -64,11 +67,13 @@ export class Sandbox {
   readonly files: Files;
   readonly processes: Processes;
   readonly #http: HttpClient;
+  #previewToken: string | undefined;
 
   private constructor(http: HttpClient, info: SandboxInfo) {
     this.#http = http;
     this.id = info.id;
     this.info = info;
+    this.#previewToken = info.preview_token;
     this.processes = new Processes(http, info.id);
     this.commands = new Commands(http, info.id, this.processes);
     this.files = new Files(http, info.id);
@@ -95,6 +100,7 @@ export class Sandbox {
       persistent: o.persistent,
       idle_timeout_seconds: o.idleTimeoutSeconds,
       from_snapshot: o.fromSnapshot,
+      preview_auth: o.previewAuth,
     };
     return new Sandbox(http, await http.json<SandboxInfo>('POST', '/v1/sandboxes', { json: req }));
   }
@@ -161,6 +167,26 @@ export class Sandbox {
 
   async kill(): Promise<void> {
     await this.#http.request('DELETE', path(this.id));
+  }
+
+  /** The preview URL of a port a server in the sandbox listens on, such as `http://3000-sbx_....localhost:8080`. */
+  getPreviewUrl(port: number): string {
+    return this.info.preview_url.replaceAll('{port}', String(port));
+  }
+
+  /**
+   * The preview token (sandboxes created with `previewAuth`): set after create
+   * and after rotatePreviewToken(); the server does not show it otherwise.
+   */
+  get previewToken(): string | undefined {
+    return this.#previewToken;
+  }
+
+  /** Replaces the preview token; the old one stops working at once. */
+  async rotatePreviewToken(): Promise<string> {
+    const res = await this.#http.json<PreviewToken>('POST', `${path(this.id)}/preview-token`);
+    this.#previewToken = res.preview_token;
+    return res.preview_token;
   }
 
   /** Freezes the sandbox's CPU; its memory stays. Any later call resumes it. */

@@ -19,6 +19,9 @@ import { sandboxRoutes } from './routes/sandboxes';
 import { templateRoutes } from './routes/templates';
 import { snapshotRoutes } from './routes/snapshots';
 import { auditRoutes } from './routes/audit';
+import { previewRoutes } from './routes/preview';
+import { PreviewProxy } from './preview/proxy';
+import { previewServerFactory } from './preview/server';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -52,8 +55,10 @@ async function readJsonBody(payload: Readable, limit: number): Promise<unknown> 
 }
 
 export async function buildApp(ctx: AppContext, logger: boolean | object = true): Promise<App> {
+  const preview = new PreviewProxy(ctx);
   const app = Fastify({
     logger,
+    serverFactory: previewServerFactory(preview),
     bodyLimit: 32 * 1024 * 1024,
     genReqId: () => newId('request'),
     requestIdHeader: false,
@@ -66,6 +71,8 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
       },
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  preview.log = app.log;
+  app.addHook('preClose', async () => preview.close());
 
   await app.register(swagger, {
     openapi: {
@@ -161,6 +168,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   await app.register(templateRoutes(ctx));
   await app.register(snapshotRoutes(ctx));
   await app.register(auditRoutes(ctx));
+  await app.register(previewRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

@@ -34,6 +34,10 @@ export interface Config {
   snapshotStore: { kind: 'local' } | ({ kind: 's3' } & S3StoreConfig);
   /** Destroy every sandbox on close (tests); by default sandboxes outlive a restart. */
   destroyOnClose: boolean;
+  /** Preview URLs are `{port}-{sandbox id}.<previewDomain>`, routed by the Host header. */
+  previewDomain: string;
+  /** How preview URLs are shown (`{port}`, `{id}`); by default http, the domain and the API port. */
+  previewUrl?: string;
 }
 
 function int(value: string | undefined, fallback: number): number {
@@ -101,6 +105,10 @@ export function loadConfig(
     logLevel: env.WARREN_LOG_LEVEL ?? 'info',
     snapshotStore: snapshotStore(env),
     destroyOnClose: env.WARREN_DESTROY_ON_CLOSE === '1',
+    previewDomain: (env.WARREN_PREVIEW_DOMAIN || 'localhost')
+      .toLowerCase()
+      .replace(/^\.+|\.+$/g, ''),
+    previewUrl: env.WARREN_PREVIEW_URL || undefined,
     ...overrides,
   };
   return config;

@@ -103,6 +103,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   );
   const address = await app.listen({ host: config.host, port: config.port });
   const port = new URL(address).port;
+  config.previewUrl ??= `http://{port}-{id}.${config.previewDomain}:${port}`;
   const shownHost = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   sweeper.start();
 

@@ -16,9 +16,11 @@ import {
 } from '@warren/protocol';
 import type { GuestChannel, HostAgent, SandboxSpec } from '@warren/host-agent';
 import type { Config } from './config';
+import { newPreviewToken, previewUrl } from './preview/token';
+import { hashToken } from './auth';
 import type { SandboxRow, SnapshotRow, Store } from './store/store';
 
-export function toApi(row: SandboxRow): Sandbox {
+export function toApi(row: SandboxRow, previewTemplate?: string): Sandbox {
   return {
     id: row.id,
     org_id: row.org_id,
@@ -41,6 +43,8 @@ export function toApi(row: SandboxRow): Sandbox {
     fork_kind: row.fork_kind === 'memory' || row.fork_kind === 'disk' ? row.fork_kind : null,
     persistent: row.persistent === 1,
     idle_timeout_seconds: row.idle_timeout_seconds,
+    preview_url: previewUrl(previewTemplate, row.id),
+    preview_auth: row.preview_auth === 1,
   };
 }
 
@@ -67,6 +71,8 @@ interface LaunchOptions {
   from?: { imageDir: string; spec: SandboxSpec };
   /** Stop every process the image brought along (a disk-only fork). */
   reset?: boolean;
+  /** Preview URLs need a token; a fork child passes its parent's token hash. */
+  preview?: { auth: boolean; tokenHash?: string | null };
   /** Recorded as the cause of the change to running. */
   cause: string;
 }
@@ -101,6 +107,7 @@ export class SandboxService {
           forkKind: 'memory',
           snapshotId: snap.id,
           from: source,
+          preview: { auth: req.preview_auth === true },
           cause: `restored from snapshot ${snap.id}`,
         });
       } finally {
@@ -116,6 +123,7 @@ export class SandboxService {
       ttlSeconds: req.ttl_seconds,
       persistent: req.persistent,
       idleTimeoutSeconds: req.idle_timeout_seconds,
+      preview: { auth: req.preview_auth === true },
       cause: 'restored from template snapshot',
     });
   }
@@ -134,6 +142,8 @@ export class SandboxService {
     }
     const now = new Date();
     const ttl = o.ttlSeconds ?? this.config.defaultTtlSeconds;
+    const previewAuth = o.preview?.auth === true;
+    const previewToken = previewAuth && !o.preview?.tokenHash ? newPreviewToken() : undefined;
     const row: SandboxRow = {
       id: newId('sandbox'),
       org_id: orgId,
@@ -156,6 +166,8 @@ export class SandboxService {
       persistent: o.persistent ? 1 : 0,
       idle_timeout_seconds: o.idleTimeoutSeconds ?? this.config.defaultIdleTimeoutSeconds,
       fork_kind: o.forkKind ?? '',
+      preview_auth: previewAuth ? 1 : 0,
+      preview_token_hash: previewToken ? hashToken(previewToken) : (o.preview?.tokenHash ?? null),
     };
     await this.store.insertSandbox(row, 'create');
     try {
@@ -176,7 +188,8 @@ export class SandboxService {
     }
     await this.store.setState(row.id, 'running', o.cause);
     await this.touch(row); // idle and TTL count from when it runs, not from the request
-    return this.get(orgId, row.id);
+    const sandbox = await this.get(orgId, row.id);
+    return previewToken ? { ...sandbox, preview_token: previewToken } : sandbox;
   }
 
   // ---- snapshots and forks ----
@@ -306,6 +319,7 @@ export class SandboxService {
       parentLineage: JSON.parse(parent.lineage) as string[],
       persistent: parent.persistent === 1,
       idleTimeoutSeconds: parent.idle_timeout_seconds,
+      preview: { auth: parent.preview_auth === 1, tokenHash: parent.preview_token_hash },
     };
   }
 
@@ -347,7 +361,7 @@ export class SandboxService {
   }
 
   async get(orgId: string, id: string): Promise<Sandbox> {
-    return toApi(await this.row(orgId, id));
+    return toApi(await this.row(orgId, id), this.config.previewUrl);
   }
 
   /** Resolves a running sandbox for an operation on it and counts that as activity (TTL). */

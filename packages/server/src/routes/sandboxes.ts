@@ -59,7 +59,10 @@ export const sandboxRoutes =
           limit: req.query.limit,
           cursor: req.query.cursor,
         });
-        return { items: rows.map(toApi), next_cursor: nextCursor };
+        return {
+          items: rows.map((r) => toApi(r, ctx.config.previewUrl)),
+          next_cursor: nextCursor,
+        };
       },
     );
 

@@ -123,4 +123,13 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0004_preview_urls': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .alterTable('sandboxes')
+        .addColumn('preview_auth', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema.alterTable('sandboxes').addColumn('preview_token_hash', 'text').execute();
+    },
+  },
 };

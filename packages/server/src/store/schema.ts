@@ -43,6 +43,10 @@ export interface SandboxTable {
   idle_timeout_seconds: number;
   /** How the sandbox came from its parent: '' (none), 'memory' or 'disk'. */
   fork_kind: string;
+  /** 1 when preview URLs need a preview token. */
+  preview_auth: number;
+  /** sha256 of the current preview token; the token itself is never stored. */
+  preview_token_hash: string | null;
 }
 
 export interface SnapshotTable {

@@ -126,6 +126,11 @@ export class Store {
       .executeTakeFirst();
   }
 
+  /** Any organisation's sandbox: preview URLs name a sandbox by id alone. */
+  async getSandboxById(id: string): Promise<SandboxRow | undefined> {
+    return this.db.selectFrom('sandboxes').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
   /** Records a state change with its time and cause. */
   async setState(
     id: string,

@@ -412,6 +412,8 @@ describe('store: list pagination and metadata filter', () => {
     persistent: 0,
     idle_timeout_seconds: 300,
     fork_kind: '',
+    preview_auth: 0,
+    preview_token_hash: null,
     ...over,
   });
 
