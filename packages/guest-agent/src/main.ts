@@ -17,6 +17,7 @@ import {
   GUEST_CHANNEL_DIR,
   GUEST_CHANNEL_SOCKET,
 } from '@warren/protocol/guest';
+import { dropEgress, egressEnv } from './egress';
 import { ProcessTable } from './processes';
 import { handle, type GuestState } from './routes';
 
@@ -39,9 +40,10 @@ const state: GuestState = {
   env: {},
   connections: 0,
   startedAt: Date.now(),
-  processes: new ProcessTable(() => ({ ...baseEnv, ...state.env })),
+  processes: new ProcessTable(() => ({ ...baseEnv, ...egressEnv(), ...state.env })),
   prepareCheckpoint: () => {
     attempts = 0;
+    dropEgress();
     session?.destroy();
     socket?.destroy();
   },

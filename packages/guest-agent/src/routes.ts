@@ -10,6 +10,7 @@ import {
   type GuestProcessStart,
 } from '@warren/protocol/guest';
 import { dialData } from './data';
+import { configureEgress } from './egress';
 import { readJson } from './body';
 import * as files from './files';
 import type { ProcessTable } from './processes';
@@ -62,6 +63,7 @@ export async function route(
     const hello = await readJson<GuestHello>(stream);
     state.sandboxId = hello.sandbox_id;
     state.env = hello.env ?? {};
+    await configureEgress(hello.egress);
     return sendJson(stream, 200, { ok: true });
   }
   if (path === GUEST_PATHS.prepareCheckpoint && method === 'POST') {

@@ -4,6 +4,7 @@
  * takes its types from them.
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { EgressSecrets, NetworkPolicy } from './network';
 
 const Strict = { additionalProperties: false } as const;
 
@@ -70,6 +71,8 @@ export const CreateSandboxRequest = Type.Object(
         description: 'Memory limit; within the template limits.',
       }),
     ),
+    network: Type.Optional(NetworkPolicy),
+    secrets: Type.Optional(EgressSecrets),
   },
   Strict,
 );

@@ -13,7 +13,7 @@ import {
   type SandboxState,
   type Snapshot,
 } from '@warren/protocol';
-import type { GuestChannel, HostAgent, SandboxSpec } from '@warren/host-agent';
+import type { GuestChannel, HostAgent, SandboxNetwork, SandboxSpec } from '@warren/host-agent';
 import type { Config } from './config';
 import type { SandboxRow, SnapshotRow, Store } from './store/store';
 
@@ -41,7 +41,7 @@ export function toApi(row: SandboxRow): Sandbox {
 
 /** The API view of a snapshot: its host and the parent's env stay internal. */
 export function snapshotToApi(row: SnapshotRow): Snapshot {
-  const { host_id, env, ...api } = row;
+  const { host_id, env, network, ...api } = row;
   return api;
 }
 
@@ -63,8 +63,14 @@ interface LaunchOptions {
   parentId?: string;
   snapshotId?: string;
   from?: { imageDir: string; spec: SandboxSpec };
+  network: SandboxNetwork;
   /** Recorded as the cause of the change to running. */
   cause: string;
+}
+
+/** The stored network of a sandbox or snapshot; records from before networking have none. */
+export function parseNetwork(text: string | null): SandboxNetwork {
+  return text ? (JSON.parse(text) as SandboxNetwork) : { policy: { mode: 'none' }, secrets: [] };
 }
 
 function later(from: Date, seconds: number): string {
@@ -81,7 +87,9 @@ export class SandboxService {
   async create(orgId: string, req: CreateSandboxRequest): Promise<Sandbox> {
     if (req.from_snapshot) {
       const snap = await this.snapshotRow(orgId, req.from_snapshot);
+      const kept = parseNetwork(snap.network);
       return this.launch(orgId, {
+        network: { policy: req.network ?? kept.policy, secrets: req.secrets ?? kept.secrets },
         template: snap.template,
         cpu: req.cpu ?? snap.cpu,
         memoryMb: req.memory_mb ?? snap.memory_mb,
@@ -95,6 +103,7 @@ export class SandboxService {
       });
     }
     return this.launch(orgId, {
+      network: { policy: req.network ?? this.config.networkDefault, secrets: req.secrets ?? [] },
       template: req.template,
       cpu: req.cpu,
       memoryMb: req.memory_mb,
@@ -107,6 +116,7 @@ export class SandboxService {
 
   /** Records a new sandbox and has the host restore it; on failure nothing of it remains. */
   private async launch(orgId: string, o: LaunchOptions): Promise<Sandbox> {
+    this.host.checkNetwork(o.network);
     const template = await this.host.templates.get(o.template);
     const cpu = o.cpu ?? template.default_cpu;
     const memoryMb = o.memoryMb ?? template.default_memory_mb;
@@ -137,6 +147,7 @@ export class SandboxService {
       stop_reason: null,
       parent_id: o.parentId ?? null,
       snapshot_id: o.snapshotId ?? null,
+      network: JSON.stringify(o.network),
     };
     await this.store.insertSandbox(row, 'create');
     try {
@@ -147,6 +158,7 @@ export class SandboxService {
         memoryMb,
         env: o.env,
         from: o.from,
+        network: o.network,
       });
     } catch (err) {
       // Nothing half-created survives: the host agent has already undone its part.
@@ -197,6 +209,7 @@ export class SandboxService {
           size_bytes: await dirBytes(dir),
           parent_pause_ms: Math.round(pausedMs),
           created_at: new Date().toISOString(),
+          network: row.network,
         };
         await this.store.insertSnapshot(snap);
         return snapshotToApi(snap);
@@ -245,6 +258,7 @@ export class SandboxService {
             metadata: req.metadata ?? (JSON.parse(parent.metadata) as Record<string, string>),
             ttlSeconds: req.ttl_seconds ?? parent.ttl_seconds,
             parentId: id,
+            network: parseNetwork(parent.network),
             from: { imageDir: join(dir, 'image'), spec },
             cause: `forked from ${id}`,
           }),
@@ -334,7 +348,12 @@ export class SandboxService {
         if (action === 'pause') await this.host.pause(row.id);
         else if (action === 'resume') await this.host.resume(row.id);
         else if (action === 'hibernate') await this.host.hibernate(row.id);
-        else await this.host.wake(row.id, JSON.parse(current.env) as Record<string, string>);
+        else
+          await this.host.wake(
+            row.id,
+            JSON.parse(current.env) as Record<string, string>,
+            parseNetwork(current.network),
+          );
         await this.store.setState(row.id, rule.to, `${action} (${cause})`);
       }
       return this.get(row.org_id, row.id);
@@ -379,6 +398,30 @@ export class SandboxService {
     return this.get(orgId, id);
   }
 
+  /**
+   * Replaces the egress policy (and, when given, the secrets) of a sandbox.
+   * A running or paused one gets it at once; a hibernated one when it wakes.
+   */
+  async setNetwork(
+    orgId: string,
+    id: string,
+    change: { policy: SandboxNetwork['policy']; secrets?: SandboxNetwork['secrets'] },
+  ): Promise<SandboxNetwork> {
+    return this.locked(id, async () => {
+      const row = await this.row(orgId, id);
+      if (row.state === 'stopped' || row.state === 'stopping')
+        throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${id} is ${row.state}`);
+      const network = {
+        policy: change.policy,
+        secrets: change.secrets ?? parseNetwork(row.network).secrets,
+      };
+      this.host.checkNetwork(network);
+      await this.store.updateSandbox(id, { network: JSON.stringify(network) });
+      if (this.host.has(id)) this.host.setNetwork(id, network);
+      return network;
+    });
+  }
+
   /** Destroys a sandbox; an already stopped one is left as it is (`deleted: false`). */
   async destroy(orgId: string, id: string, reason = 'deleted'): Promise<boolean> {
     return this.locked(id, async () => {
@@ -421,6 +464,7 @@ export class SandboxService {
           id: r.id,
           memoryMb: r.memory_mb,
           env: JSON.parse(r.env) as Record<string, string>,
+          network: parseNetwork(r.network),
           paused: r.state === 'paused',
         })),
       ),

@@ -36,6 +36,8 @@ export interface SandboxTable {
   stop_reason: string | null;
   parent_id: string | null;
   snapshot_id: string | null;
+  /** JSON {policy, secrets}: the egress policy and bound secrets (see network.ts). */
+  network: string | null;
 }
 
 export interface SnapshotTable {
@@ -50,6 +52,22 @@ export interface SnapshotTable {
   size_bytes: number;
   parent_pause_ms: number;
   created_at: string;
+  network: string | null;
+}
+
+export interface EgressEventTable {
+  id: Generated<number>;
+  sandbox_id: string;
+  at: string;
+  protocol: string;
+  host: string;
+  port: number;
+  address: string | null;
+  decision: string;
+  reason: string;
+  bytes_out: number;
+  bytes_in: number;
+  duration_ms: number;
 }
 
 export interface SandboxEventTable {
@@ -81,4 +99,5 @@ export interface Database {
   snapshots: SnapshotTable;
   sandbox_events: SandboxEventTable;
   audit_events: AuditEventTable;
+  egress_events: EgressEventTable;
 }
