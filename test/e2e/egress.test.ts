@@ -157,7 +157,7 @@ describe('sandbox egress: policy, proxies, credential injection (real gVisor)', 
     assert.equal((await probe(id, 'http', 'http://allowed.test/echo')).status, 200);
     assert.equal((await probe(id, 'http', `http://${net.remoteAddress}/echo`)).status, 200);
     assert.equal((await probe(id, 'http', 'http://denied.test/echo')).status, 403);
-    for (const url of [
+    const blocked = [
       'http://169.254.169.254/latest/meta-data/',
       'http://100.100.100.200/',
       'http://[fd00:ec2::254]/',
@@ -165,15 +165,24 @@ describe('sandbox egress: policy, proxies, credential injection (real gVisor)', 
       'http://2852039166/', // 169.254.169.254 as one number
       `http://${net.hostAddress}/`, // the host's own address, inside the allowed CIDR
       'http://hostside.test/',
-    ]) {
-      const r = await probe(id, 'http', url);
-      assert.equal(r.status, 403, `${url}: ${JSON.stringify(r)}`);
-    }
+    ];
     // Loopback is the sandbox's own (NO_PROXY); asked of the proxy, the host's loopback is refused.
-    assert.equal((await probe(id, 'socks', '127.0.0.1', new URL(p.url).port)).reply, 2);
-    assert.equal((await probe(id, 'socks', 'localhost', new URL(p.url).port)).reply, 2);
-    assert.equal((await probe(id, 'socks', '169.254.169.254', '80')).reply, 2);
-    assert.equal((await probe(id, 'socks', net.hostAddress, '7000')).reply, 2);
+    const port = new URL(p.url).port;
+    const socks = [
+      ['127.0.0.1', port],
+      ['localhost', port],
+      ['169.254.169.254', '80'],
+      [net.hostAddress, '7000'],
+    ];
+    const results = (await probe(
+      id,
+      'batch',
+      JSON.stringify([...blocked.map((u) => ['http', u]), ...socks.map((a) => ['socks', ...a])]),
+    )) as unknown as Array<{ status?: number; reply?: number }>;
+    blocked.forEach((url, i) =>
+      assert.equal(results[i]!.status, 403, `${url}: ${JSON.stringify(results[i])}`),
+    );
+    socks.forEach((a, i) => assert.equal(results[blocked.length + i]!.reply, 2, a.join(':')));
 
     // A snapshot keeps the policy; a sandbox restored from it egresses the same way.
     const snap = await p.json(`/v1/sandboxes/${id}/snapshots`, { method: 'POST' });

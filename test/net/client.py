@@ -3,6 +3,7 @@
 #   client.py http URL            urllib (HTTP_PROXY / HTTPS_PROXY, system CA bundle)
 #   client.py socks HOST PORT     SOCKS5 CONNECT to 127.0.0.1:1080, then echo a line
 #   client.py direct HOST PORT    a plain TCP connect, no proxy
+#   client.py batch JSON          several of the above, [[cmd, args...], ...]: a list
 #   client.py scan HEX...         look for the strings (hex-encoded, so that this
 #                                 process's arguments do not hold them) in env, /proc, files
 import json, os, socket, struct, sys, urllib.request, urllib.error
@@ -93,13 +94,15 @@ def scan(secrets):
                         found.append(p)
     return {'found': sorted(set(found)), 'proc_mem_readable': os.access('/proc/1/mem', os.R_OK)}
 
-cmd = sys.argv[1]
-if cmd == 'http':
-    out = http(sys.argv[2])
-elif cmd == 'socks':
-    out = socks(sys.argv[2], int(sys.argv[3]))
-elif cmd == 'direct':
-    out = direct(sys.argv[2], int(sys.argv[3]))
-else:
-    out = scan([bytes.fromhex(h).decode() for h in sys.argv[2:]])
-print(json.dumps(out))
+def run(cmd, *args):
+    if cmd == 'http':
+        return http(args[0])
+    if cmd == 'socks':
+        return socks(args[0], int(args[1]))
+    if cmd == 'direct':
+        return direct(args[0], int(args[1]))
+    if cmd == 'batch':
+        return [run(*c) for c in json.loads(args[0])]
+    return scan([bytes.fromhex(h).decode() for h in args])
+
+print(json.dumps(run(*sys.argv[1:])))

@@ -25,14 +25,16 @@ function relay(client: Socket): void {
   if (token === null) return void client.destroy();
   const host = dialData(token);
   relays.add(client).add(host);
-  const end = () => {
-    client.destroy();
-    host.destroy();
-    relays.delete(client);
-    relays.delete(host);
+  // An end is passed on once what is buffered is written; an error tears both down.
+  const onClose = (self: Socket, other: Socket) => (hadError: boolean) => {
+    relays.delete(self);
+    if (hadError) other.destroy();
+    else other.end();
   };
-  client.on('close', end);
-  host.on('close', end);
+  client.once('close', onClose(client, host));
+  host.once('close', onClose(host, client));
+  client.on('error', () => host.destroy());
+  host.on('error', () => client.destroy());
   client.pipe(host);
   host.pipe(client);
 }

@@ -494,21 +494,23 @@ export class EgressProxy {
     );
   }
 
-  /** Pipes two sockets into each other until either side is done; then `done` once. */
+  /**
+   * Pipes two sockets into each other. An end on one side ends the other
+   * after what is buffered is written (nothing is cut off); an error or a
+   * reset tears both down. `done` runs once, when both are closed.
+   */
   private splice(sbx: SandboxEgress, a: Duplex, b: Socket, done: () => void): void {
     this.track(sbx, b);
-    let finished = false;
-    const end = () => {
-      if (finished) return;
-      finished = true;
-      a.destroy();
-      b.destroy();
-      done();
+    let closed = 0;
+    const onClose = (other: Duplex) => (hadError: boolean) => {
+      if (hadError) other.destroy();
+      else other.end();
+      if (++closed === 2) done();
     };
-    a.on('close', end);
-    b.on('close', end);
-    a.on('error', end);
-    b.on('error', end);
+    a.once('close', onClose(b));
+    b.once('close', onClose(a));
+    a.on('error', () => b.destroy());
+    b.on('error', () => a.destroy());
     a.pipe(b);
     b.pipe(a);
   }
