@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Sandbox } from '@warren/sdk';
 import { createSandbox, exec, startTestPlatform, REPO, type TestPlatform } from '../fixture';
 import { startTestNet, type TestNet } from '../net/netns';
 
@@ -195,6 +196,17 @@ describe('sandbox egress: policy, proxies, credential injection (real gVisor)', 
     // The source still egresses after the capture.
     assert.equal((await probe(id, 'http', 'http://allowed.test/echo')).status, 200);
 
+    // So does a fork.
+    const tree = await p.json(`/v1/sandboxes/${id}/fork-tree`, {
+      method: 'POST',
+      json: { count: 1 },
+    });
+    const child = tree.children[0].id as string;
+    made.push(child);
+    assert.equal((await p.json(`/v1/sandboxes/${child}/network`)).mode, 'open');
+    assert.equal((await probe(child, 'http', 'http://denied.test/echo')).status, 403);
+    assert.equal((await probe(child, 'http', 'http://allowed.test/echo')).status, 200);
+
     // Hibernate and wake keep it too.
     await p.json(`/v1/sandboxes/${copy}/hibernate`, { method: 'POST' });
     await p.json(`/v1/sandboxes/${copy}/wake`, { method: 'POST' });
@@ -247,5 +259,13 @@ describe('sandbox egress: policy, proxies, credential injection (real gVisor)', 
     });
     assert.deepEqual(await errorOf(putMode), [400, 'INVALID_NETWORK_POLICY']);
     assert.equal((await p.json(`/v1/sandboxes/${id}/network`)).mode, 'none');
+
+    // The SDK: change the policy, then read the log.
+    const sdk = await Sandbox.connect(id, { apiUrl: p.url, apiKey: p.adminToken });
+    const set = await sdk.network.set({ mode: 'restricted', allow: ['allowed.test:80'] });
+    assert.deepEqual(set.allow, ['allowed.test:80']);
+    assert.equal((await probe(id, 'http', 'http://allowed.test/echo')).status, 200);
+    const allowed = await sdk.network.log({ decision: 'allowed', limit: 5 });
+    assert.equal(allowed[0]?.host, 'allowed.test');
   });
 });

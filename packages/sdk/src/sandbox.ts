@@ -4,6 +4,8 @@
  */
 import type {
   CreateSandboxRequest,
+  EgressSecret,
+  NetworkPolicy,
   Sandbox as SandboxInfo,
   SandboxList,
   SandboxState,
@@ -12,6 +14,7 @@ import { HttpClient } from './client';
 import { Commands } from './commands';
 import type { ConnectionOptions } from './config';
 import { Files } from './files';
+import { Network } from './network';
 import { Processes } from './processes';
 
 export interface SandboxCreateOptions extends ConnectionOptions {
@@ -24,6 +27,10 @@ export interface SandboxCreateOptions extends ConnectionOptions {
   ttlSeconds?: number;
   cpu?: number;
   memoryMb?: number;
+  /** Egress policy; the server default (WARREN_NETWORK_DEFAULT) is `{ mode: 'none' }`. */
+  network?: NetworkPolicy;
+  /** Headers the host-side proxy adds to requests to a host; they never enter the sandbox. */
+  secrets?: EgressSecret[];
 }
 
 export interface SandboxListOptions extends ConnectionOptions {
@@ -52,6 +59,7 @@ export class Sandbox {
   readonly commands: Commands;
   readonly files: Files;
   readonly processes: Processes;
+  readonly network: Network;
   readonly #http: HttpClient;
 
   private constructor(http: HttpClient, info: SandboxInfo) {
@@ -61,6 +69,7 @@ export class Sandbox {
     this.processes = new Processes(http, info.id);
     this.commands = new Commands(http, info.id, this.processes);
     this.files = new Files(http, info.id);
+    this.network = new Network(http, info.id);
   }
 
   /** Creates a sandbox: `create()`, `create({ template: 'base', ... })` or `create('base', opts)`. */
@@ -81,6 +90,8 @@ export class Sandbox {
       ttl_seconds: o.ttlSeconds,
       cpu: o.cpu,
       memory_mb: o.memoryMb,
+      network: o.network,
+      secrets: o.secrets,
     };
     return new Sandbox(http, await http.json<SandboxInfo>('POST', '/v1/sandboxes', { json: req }));
   }
