@@ -94,10 +94,20 @@ export class EgressProxy {
   private readonly mitm = createHttpServer({ requestTimeout: 0 });
 
   constructor(readonly options: EgressOptions) {
-    this.http.on('request', (req, res) => void this.onHttp(req, res));
-    this.http.on('connect', (req, socket, head) => void this.onConnect(req, socket, head));
+    // Nothing a sandbox sends may take the host process down: every failure ends its connection.
+    this.http.on('request', (req, res) => {
+      guard(req, res);
+      this.onHttp(req, res).catch(() => res.destroy());
+    });
+    this.http.on('connect', (req, socket: Duplex, head) => {
+      socket.on('error', () => undefined);
+      this.onConnect(req, socket, head).catch(() => socket.destroy());
+    });
     this.http.on('clientError', (_err, socket) => socket.destroy());
-    this.mitm.on('request', (req, res) => void this.onIntercepted(req, res));
+    this.mitm.on('request', (req, res) => {
+      guard(req, res);
+      this.onIntercepted(req, res).catch(() => res.destroy());
+    });
     this.mitm.on('clientError', (_err, socket) => socket.destroy());
   }
 
@@ -141,7 +151,7 @@ export class EgressProxy {
     readBytes(socket, 1).then(
       (first) => {
         socket.unshift(first);
-        if (first[0] === 5) return this.socks(sbx, socket);
+        if (first[0] === 5) return void this.socks(sbx, socket).catch(() => socket.destroy());
         this.owners.set(socket, sbx);
         this.http.emit('connection', socket);
       },
@@ -259,6 +269,7 @@ export class EgressProxy {
       }) as never,
     });
     upstream.on('response', (ur) => {
+      ur.on('error', () => res.destroy());
       const headers: string[] = [];
       for (let i = 0; i + 1 < ur.rawHeaders.length; i += 2)
         if (!HOP_BY_HOP.has(ur.rawHeaders[i]!.toLowerCase()))
@@ -608,6 +619,12 @@ export class EgressProxy {
       ),
     );
   }
+}
+
+/** A request or response that errors (a client or server going away) is torn down, not thrown. */
+function guard(req: IncomingMessage, res: ServerResponse): void {
+  req.on('error', () => res.destroy());
+  res.on('error', () => req.destroy());
 }
 
 /** Reads exactly n bytes from a paused socket. */
