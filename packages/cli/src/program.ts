@@ -9,6 +9,7 @@ import { register as sandboxCreate } from './commands/sandbox/create';
 import { register as sandboxExec } from './commands/sandbox/exec';
 import { register as sandboxKill } from './commands/sandbox/kill';
 import { register as sandboxLs } from './commands/sandbox/ls';
+import { register as sandboxNetwork } from './commands/sandbox/network';
 import { register as templateLs } from './commands/template/ls';
 import { register as up } from './commands/platform/up';
 import { formatError, type Io } from './io';
@@ -35,6 +36,7 @@ export function createProgram(io: Io): Command {
   sandboxExec(sandbox, io);
   sandboxKill(sandbox, io);
   sandboxCp(sandbox);
+  sandboxNetwork(sandbox, io);
 
   const template = program.command('template').description('inspect templates');
   templateLs(template, io);

@@ -18,6 +18,7 @@ import {
   GUEST_CHANNEL_SOCKET,
 } from '@warren/protocol/guest';
 import { closePortConnections } from './ports';
+import { dropEgress, egressEnv } from './egress';
 import { ProcessTable } from './processes';
 import { handle, type GuestState } from './routes';
 
@@ -40,10 +41,11 @@ const state: GuestState = {
   env: {},
   connections: 0,
   startedAt: Date.now(),
-  processes: new ProcessTable(() => ({ ...baseEnv, ...state.env })),
+  processes: new ProcessTable(() => ({ ...baseEnv, ...egressEnv(), ...state.env })),
   prepareCheckpoint: () => {
     attempts = 0;
     closePortConnections();
+    dropEgress();
     session?.destroy();
     socket?.destroy();
   },

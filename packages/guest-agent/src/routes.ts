@@ -11,6 +11,7 @@ import {
   type PortConnect,
 } from '@warren/protocol/guest';
 import { dialData } from './data';
+import { configureEgress } from './egress';
 import { readJson } from './body';
 import * as files from './files';
 import { assumeIdentity } from './identity';
@@ -72,6 +73,7 @@ export async function route(
     }
     state.sandboxId = hello.sandbox_id;
     state.env = hello.env ?? {};
+    await configureEgress(hello.egress);
     return sendJson(stream, 200, { ok: true });
   }
   if (path === GUEST_PATHS.reset && method === 'POST') {

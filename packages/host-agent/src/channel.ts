@@ -59,6 +59,13 @@ export class GuestChannel {
     return join(dirname(this.socketPath), GUEST_DATA_SOCKET);
   }
 
+  /** Data connections that carry this token are the sandbox's egress (see network/). */
+  private egress: { token: string; handle: (socket: Socket) => void } | null = null;
+
+  acceptEgress(token: string, handle: (socket: Socket) => void): void {
+    this.egress = { token, handle };
+  }
+
   async listen(): Promise<void> {
     this.server = await listenOn(this.socketPath, (socket) => this.adopt(socket));
     this.dataServer = await listenOn(this.dataSocketPath, (socket) => this.adoptData(socket));
@@ -71,7 +78,9 @@ export class GuestChannel {
       const head = socket.read(DATA_TOKEN_BYTES + 1) as Buffer | null;
       if (head === null) return;
       socket.off('readable', onReadable);
-      const take = this.pendingData.get(head.subarray(0, DATA_TOKEN_BYTES).toString('latin1'));
+      const token = head.subarray(0, DATA_TOKEN_BYTES).toString('latin1');
+      if (this.egress?.token === token) return this.egress.handle(socket);
+      const take = this.pendingData.get(token);
       if (!take) return socket.destroy();
       take(socket);
     };

@@ -6,10 +6,21 @@
  * later is a transport change, not a rewrite.
  */
 import { randomBytes } from 'node:crypto';
+import { DATA_TOKEN_BYTES } from '@warren/protocol/guest';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { WarrenError, GUEST_PATHS, type GuestHello } from '@warren/protocol';
+import {
+  WarrenError,
+  GUEST_PATHS,
+  type EgressSecret,
+  type GuestEgress,
+  type GuestHello,
+  type NetworkPolicy,
+} from '@warren/protocol';
 import { GuestChannel } from './channel';
+import type { EgressProxy } from './network/egress-proxy';
+import { checkNetwork } from './network/policy';
+import { BUILTIN_PRESETS } from './network/presets';
 import type { RuntimeDriver, SandboxSpec } from './runtime/driver';
 import { ensureGuestBundle, type GuestBundle } from './templates/guest-bundle';
 import { BUILTIN_TEMPLATES, TemplateCatalog, type TemplateRecord } from './templates/catalog';
@@ -27,6 +38,14 @@ export interface HostAgentConfig {
   readyTimeoutMs: number;
   /** Snapshot images: a local directory, or an S3 bucket with that directory as cache. */
   snapshotStore: SnapshotStore;
+  /** The host-side egress proxy; without it sandboxes reach nothing outside. */
+  egress?: EgressProxy;
+}
+
+/** A sandbox's egress policy and the secrets its requests get on the way out. */
+export interface SandboxNetwork {
+  policy: NetworkPolicy;
+  secrets: EgressSecret[];
 }
 
 export interface CreateOnHost {
@@ -37,6 +56,7 @@ export interface CreateOnHost {
   cpu: number;
   memoryMb: number;
   env: Record<string, string>;
+  network?: SandboxNetwork;
 }
 
 interface HostSandbox {
@@ -207,7 +227,11 @@ export class HostAgent {
       const channel = new GuestChannel(join(channelDir, 'agent.sock'), (): GuestHello => ({
         sandbox_id: req.id,
         env: req.env,
+        egress,
       }));
+      // The hello is sent only once the guest dials in, after this line.
+      const egress = this.attachEgress(req.id, channel, req.network);
+      undo.push(async () => this.config.egress?.detach(req.id));
       await channel.listen();
       undo.push(() => channel.close());
       const spec: SandboxSpec = {
@@ -315,6 +339,7 @@ export class HostAgent {
       await sbx.channel.listen().catch(() => undefined);
       throw err;
     }
+    this.config.egress?.detach(id);
     // The image is complete: stop what is left of the sandbox now, and let the
     // runtime forget it in the background (wake waits for that, to reuse the id).
     await sbx.channel.close();
@@ -325,7 +350,7 @@ export class HostAgent {
   }
 
   /** Restores a hibernated sandbox from its image, admitted against the memory budget again. */
-  async wake(id: string, env: Record<string, string>): Promise<void> {
+  async wake(id: string, env: Record<string, string>, network?: SandboxNetwork): Promise<void> {
     if (this.sandboxes.has(id)) return;
     await this.teardowns.get(id);
     const workDir = join(this.config.sandboxesDir, id);
@@ -338,7 +363,11 @@ export class HostAgent {
       const channel = new GuestChannel(join(spec.channelDir, 'agent.sock'), (): GuestHello => ({
         sandbox_id: id,
         env,
+        egress,
       }));
+      // The hello is sent only once the guest dials in, after this line.
+      const egress = this.attachEgress(id, channel, network);
+      undo.push(async () => this.config.egress?.detach(id));
       await channel.listen();
       undo.push(() => channel.close());
       undo.push(() => this.driver.destroy(id));
@@ -361,6 +390,37 @@ export class HostAgent {
   async cpuUsageNs(id: string): Promise<number | null> {
     if (!this.sandboxes.has(id)) return null;
     return this.driver.cpuUsageNs(id);
+  }
+
+  /**
+   * Gives the sandbox its egress policy and the channel its egress token: the
+   * guest relays connections to the host with it. None with the fake driver,
+   * whose "sandboxes" are host processes (it must not touch the host's proxy
+   * settings or trust store).
+   */
+  private attachEgress(
+    id: string,
+    channel: GuestChannel,
+    network: SandboxNetwork | undefined,
+  ): GuestEgress | undefined {
+    const proxy = this.config.egress;
+    if (!proxy || this.driver.name === 'fake') return undefined;
+    proxy.configure(id, network?.policy ?? { mode: 'none' }, network?.secrets ?? []);
+    const token = randomBytes(DATA_TOKEN_BYTES / 2).toString('hex');
+    channel.acceptEgress(token, (socket) => proxy.handle(id, socket));
+    return { token, ca_pem: proxy.caPem };
+  }
+
+  /** Checks a policy (its presets included) and secrets; throws INVALID_NETWORK_POLICY. */
+  checkNetwork(network: SandboxNetwork): void {
+    checkNetwork(network, this.config.egress?.options.presets ?? BUILTIN_PRESETS);
+  }
+
+  /** Changes the egress policy (and secrets) of a running sandbox; open connections stay. */
+  setNetwork(id: string, network: SandboxNetwork): void {
+    this.live(id);
+    if (this.driver.name !== 'fake')
+      this.config.egress?.configure(id, network.policy, network.secrets);
   }
 
   channel(id: string): GuestChannel {
@@ -401,6 +461,7 @@ export class HostAgent {
   async destroySandbox(id: string): Promise<void> {
     const sbx = this.sandboxes.get(id);
     this.sandboxes.delete(id);
+    this.config.egress?.detach(id);
     if (sbx) {
       this.reservedMb -= sbx.memoryMb;
       await sbx.channel.close();
@@ -441,7 +502,10 @@ export class HostAgent {
       const channel = new GuestChannel(join(workDir, 'chan', 'agent.sock'), () => ({
         sandbox_id: sbx.id,
         env: sbx.env,
+        egress,
       }));
+      // The hello is sent only once the guest dials in, after this line.
+      const egress = this.attachEgress(sbx.id, channel, sbx.network);
       await mkdir(join(workDir, 'chan'), { recursive: true });
       await channel.listen();
       this.sandboxes.set(sbx.id, {

@@ -1,4 +1,14 @@
-export { HostAgent, type HostAgentConfig, type CreateOnHost } from './host-agent';
+export {
+  HostAgent,
+  type HostAgentConfig,
+  type CreateOnHost,
+  type SandboxNetwork,
+} from './host-agent';
+export { EgressProxy, type EgressRecord } from './network/egress-proxy';
+export { EgressCa } from './network/ca';
+export { Resolver } from './network/resolver';
+export { AddressGuard, parseCidrList } from './network/addresses';
+export { BUILTIN_PRESETS } from './network/presets';
 export {
   GuestChannel,
   errorFrom,

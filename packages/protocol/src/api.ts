@@ -4,6 +4,7 @@
  * takes its types from them.
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { EgressSecrets, NetworkPolicy } from './network';
 
 const Strict = { additionalProperties: false } as const;
 
@@ -90,6 +91,8 @@ export const CreateSandboxRequest = Type.Object(
           'Preview URLs need a preview token (returned once, as `preview_token`). Default: false, anyone who can reach the URL gets through.',
       }),
     ),
+    network: Type.Optional(NetworkPolicy),
+    secrets: Type.Optional(EgressSecrets),
   },
   Strict,
 );

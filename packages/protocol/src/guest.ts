@@ -56,7 +56,24 @@ export const GUEST_PATHS = {
 export interface GuestHello {
   sandbox_id: string;
   env: Record<string, string>;
+  /** Egress proxies in the sandbox: see GuestEgress. */
+  egress?: GuestEgress;
 }
+
+/**
+ * The guest agent listens on these loopback ports inside the sandbox and
+ * relays every connection to the host over a data connection that starts
+ * with `token` (see GUEST_DATA_SOCKET); the host-side proxy applies the
+ * sandbox's egress policy. `ca_pem` is the CA the host-side proxy signs with
+ * when it terminates TLS to inject a secret: the sandbox trusts it.
+ */
+export interface GuestEgress {
+  token: string;
+  ca_pem: string;
+}
+
+export const EGRESS_HTTP_PORT = 3128;
+export const EGRESS_SOCKS_PORT = 1080;
 
 export interface GuestHealth {
   ok: true;

@@ -2,3 +2,4 @@ export * from './errors';
 export * from './ids';
 export * from './api';
 export * from './guest';
+export * from './network';

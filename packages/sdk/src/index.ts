@@ -16,6 +16,8 @@ export type { CommandResult, OutputHandlers } from './result';
 export { Processes } from './processes';
 export type { Signal } from './processes';
 export { Files } from './files';
+export { Network } from './network';
+export type { EgressLogOptions } from './network';
 export type { WriteData, WriteOptions } from './files';
 export { listTemplates, getTemplate } from './templates';
 export { getHealth } from './health';
@@ -42,4 +44,9 @@ export type {
   WriteResult,
   Template,
   Health,
+  NetworkPolicy,
+  NetworkUpdate,
+  NetworkView,
+  EgressSecret,
+  EgressEvent,
 } from '@warren/protocol';

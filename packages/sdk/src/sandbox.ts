@@ -5,6 +5,8 @@
 import type {
   CreateSandboxRequest,
   PreviewToken,
+  EgressSecret,
+  NetworkPolicy,
   Sandbox as SandboxInfo,
   SandboxList,
   SandboxState,
@@ -14,6 +16,7 @@ import { HttpClient } from './client';
 import { Commands } from './commands';
 import type { ConnectionOptions } from './config';
 import { Files } from './files';
+import { Network } from './network';
 import { Processes } from './processes';
 
 export interface SandboxCreateOptions extends ConnectionOptions {
@@ -33,6 +36,10 @@ export interface SandboxCreateOptions extends ConnectionOptions {
   fromSnapshot?: string;
   /** Preview URLs need the preview token (`sandbox.previewToken` after create). */
   previewAuth?: boolean;
+  /** Egress policy; the server default (WARREN_NETWORK_DEFAULT) is `{ mode: 'none' }`. */
+  network?: NetworkPolicy;
+  /** Headers the host-side proxy adds to requests to a host; they never enter the sandbox. */
+  secrets?: EgressSecret[];
 }
 
 export interface ForkOptions {
@@ -66,6 +73,7 @@ export class Sandbox {
   readonly commands: Commands;
   readonly files: Files;
   readonly processes: Processes;
+  readonly network: Network;
   readonly #http: HttpClient;
   #previewToken: string | undefined;
 
@@ -77,6 +85,7 @@ export class Sandbox {
     this.processes = new Processes(http, info.id);
     this.commands = new Commands(http, info.id, this.processes);
     this.files = new Files(http, info.id);
+    this.network = new Network(http, info.id);
   }
 
   /** Creates a sandbox: `create()`, `create({ template: 'base', ... })` or `create('base', opts)`. */
@@ -101,6 +110,8 @@ export class Sandbox {
       idle_timeout_seconds: o.idleTimeoutSeconds,
       from_snapshot: o.fromSnapshot,
       preview_auth: o.previewAuth,
+      network: o.network,
+      secrets: o.secrets,
     };
     return new Sandbox(http, await http.json<SandboxInfo>('POST', '/v1/sandboxes', { json: req }));
   }

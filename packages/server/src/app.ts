@@ -22,6 +22,7 @@ import { auditRoutes } from './routes/audit';
 import { previewRoutes } from './routes/preview';
 import { PreviewProxy } from './preview/proxy';
 import { previewServerFactory } from './preview/server';
+import { networkRoutes } from './routes/network';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -169,6 +170,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   await app.register(snapshotRoutes(ctx));
   await app.register(auditRoutes(ctx));
   await app.register(previewRoutes(ctx));
+  await app.register(networkRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

@@ -4,6 +4,7 @@ import { totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DriverName, S3StoreConfig } from '@warren/host-agent';
+import type { NetworkPolicy } from '@warren/protocol';
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 
@@ -38,6 +39,27 @@ export interface Config {
   previewDomain: string;
   /** How preview URLs are shown (`{port}`, `{id}`); by default http, the domain and the API port. */
   previewUrl?: string;
+  /** Egress policy of sandboxes created without one (WARREN_NETWORK_DEFAULT, JSON). */
+  networkDefault: NetworkPolicy;
+  /** JSON file of allowlist presets to add or replace (WARREN_NETWORK_PRESETS_FILE). */
+  networkPresetsFile: string | null;
+  /** Hosts-format file that overrides name resolution for egress (WARREN_EGRESS_HOSTS_FILE). */
+  egressHostsFile: string | null;
+  /** PEM files of CAs trusted for upstream TLS besides the system's (WARREN_EGRESS_CA_FILES). */
+  egressCaFiles: string[];
+  /** Comma-separated CIDRs blocked for every sandbox besides the built-in ones. */
+  egressBlock: string;
+  /** Comma-separated CIDRs the built-in blocks are lifted from (a mirror on the host). */
+  egressUnblock: string;
+}
+
+function networkPolicy(value: string | undefined): NetworkPolicy {
+  if (value === undefined || value === '') return { mode: 'none' };
+  try {
+    return JSON.parse(value) as NetworkPolicy;
+  } catch {
+    throw new Error(`WARREN_NETWORK_DEFAULT is not JSON: ${value}`);
+  }
 }
 
 function int(value: string | undefined, fallback: number): number {
@@ -109,6 +131,12 @@ export function loadConfig(
       .toLowerCase()
       .replace(/^\.+|\.+$/g, ''),
     previewUrl: env.WARREN_PREVIEW_URL || undefined,
+    networkDefault: networkPolicy(env.WARREN_NETWORK_DEFAULT),
+    networkPresetsFile: env.WARREN_NETWORK_PRESETS_FILE || null,
+    egressHostsFile: env.WARREN_EGRESS_HOSTS_FILE || null,
+    egressCaFiles: (env.WARREN_EGRESS_CA_FILES ?? '').split(',').filter(Boolean),
+    egressBlock: env.WARREN_EGRESS_BLOCK ?? '',
+    egressUnblock: env.WARREN_EGRESS_UNBLOCK ?? '',
     ...overrides,
   };
   return config;

@@ -22,7 +22,9 @@ export function toWarrenError(err: FastifyError | Error): WarrenError {
     }));
     const first = fe.validation[0];
     const what = first ? `${where}${first.instancePath} ${first.message}` : `invalid ${where}`;
-    return new WarrenError('INVALID_REQUEST', what, details);
+    // A sandbox's network policy and secrets have a code of their own, wherever they are sent.
+    const network = /^\/(network|secrets)\b/.test(first?.instancePath ?? '');
+    return new WarrenError(network ? 'INVALID_NETWORK_POLICY' : 'INVALID_REQUEST', what, details);
   }
   if (fe.code && FASTIFY_CODES[fe.code])
     return new WarrenError(FASTIFY_CODES[fe.code]!, fe.message);

@@ -3,9 +3,19 @@
  * The same pieces run apart for many hosts later (PostgreSQL store, remote
  * host agents); here they are wired directly.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { HostAgent, createDriver, createSnapshotStore } from '@warren/host-agent';
+import {
+  AddressGuard,
+  BUILTIN_PRESETS,
+  EgressCa,
+  EgressProxy,
+  HostAgent,
+  Resolver,
+  createDriver,
+  createSnapshotStore,
+  parseCidrList,
+} from '@warren/host-agent';
 import { buildApp, type App } from './app';
 import { ensureAdminToken } from './auth';
 import { loadConfig, type Config } from './config';
@@ -64,6 +74,24 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     stateDir: join(config.home, 'runsc'),
   });
   const runtimeVersion = await driver.version();
+  const egress = new EgressProxy({
+    ca: await EgressCa.open(join(config.home, 'egress-ca'), config.egressCaFiles),
+    resolver: new Resolver(config.egressHostsFile ?? undefined),
+    guard: new AddressGuard({
+      block: parseCidrList(config.egressBlock),
+      unblock: parseCidrList(config.egressUnblock),
+    }),
+    presets: {
+      ...BUILTIN_PRESETS,
+      ...(config.networkPresetsFile
+        ? (JSON.parse(readFileSync(config.networkPresetsFile, 'utf8')) as Record<string, string[]>)
+        : {}),
+    },
+    onEvent: (sandboxId, e) =>
+      void store.insertEgressEvent({ sandbox_id: sandboxId, ...e }).catch(() => undefined),
+  });
+  // A bad server default is a start-up error, not a failure of every create.
+  egress.compile(config.networkDefault);
   const host = new HostAgent(
     {
       hostId: config.hostId,
@@ -76,6 +104,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
       ),
       debianMirror: config.debianMirror,
       readyTimeoutMs: config.readyTimeoutMs,
+      egress,
     },
     driver,
   );

@@ -14,7 +14,7 @@ import {
   type SandboxState,
   type Snapshot,
 } from '@warren/protocol';
-import type { GuestChannel, HostAgent, SandboxSpec } from '@warren/host-agent';
+import type { GuestChannel, HostAgent, SandboxNetwork, SandboxSpec } from '@warren/host-agent';
 import type { Config } from './config';
 import { newPreviewToken, previewUrl } from './preview/token';
 import { hashToken } from './auth';
@@ -50,7 +50,7 @@ export function toApi(row: SandboxRow, previewTemplate?: string): Sandbox {
 
 /** The API view of a snapshot: its host and the parent's env stay internal. */
 export function snapshotToApi(row: SnapshotRow): Snapshot {
-  const { host_id, env, lineage, ...api } = row;
+  const { host_id, env, lineage, network, ...api } = row;
   return api;
 }
 
@@ -73,8 +73,14 @@ interface LaunchOptions {
   reset?: boolean;
   /** Preview URLs need a token; a fork child passes its parent's token hash. */
   preview?: { auth: boolean; tokenHash?: string | null };
+  network: SandboxNetwork;
   /** Recorded as the cause of the change to running. */
   cause: string;
+}
+
+/** The stored network of a sandbox or snapshot; records from before networking have none. */
+export function parseNetwork(text: string | null): SandboxNetwork {
+  return text ? (JSON.parse(text) as SandboxNetwork) : { policy: { mode: 'none' }, secrets: [] };
 }
 
 function later(from: Date, seconds: number): string {
@@ -91,9 +97,11 @@ export class SandboxService {
   async create(orgId: string, req: CreateSandboxRequest): Promise<Sandbox> {
     if (req.from_snapshot) {
       const snap = await this.snapshotRow(orgId, req.from_snapshot);
+      const kept = parseNetwork(snap.network);
       const source = await this.snapshotSource(snap.id);
       try {
         return await this.launch(orgId, {
+          network: { policy: req.network ?? kept.policy, secrets: req.secrets ?? kept.secrets },
           template: snap.template,
           cpu: req.cpu ?? snap.cpu,
           memoryMb: req.memory_mb ?? snap.memory_mb,
@@ -115,6 +123,7 @@ export class SandboxService {
       }
     }
     return this.launch(orgId, {
+      network: { policy: req.network ?? this.config.networkDefault, secrets: req.secrets ?? [] },
       template: req.template,
       cpu: req.cpu,
       memoryMb: req.memory_mb,
@@ -130,6 +139,7 @@ export class SandboxService {
 
   /** Records a new sandbox and has the host restore it; on failure nothing of it remains. */
   private async launch(orgId: string, o: LaunchOptions): Promise<Sandbox> {
+    this.host.checkNetwork(o.network);
     const template = await this.host.templates.get(o.template);
     const cpu = o.cpu ?? template.default_cpu;
     const memoryMb = o.memoryMb ?? template.default_memory_mb;
@@ -168,6 +178,7 @@ export class SandboxService {
       fork_kind: o.forkKind ?? '',
       preview_auth: previewAuth ? 1 : 0,
       preview_token_hash: previewToken ? hashToken(previewToken) : (o.preview?.tokenHash ?? null),
+      network: JSON.stringify(o.network),
     };
     await this.store.insertSandbox(row, 'create');
     try {
@@ -178,6 +189,7 @@ export class SandboxService {
         memoryMb,
         env: o.env,
         from: o.from,
+        network: o.network,
       });
       if (o.reset) await this.host.resetProcesses(row.id);
     } catch (err) {
@@ -240,6 +252,7 @@ export class SandboxService {
           size_bytes: manifest.files.reduce((n, f) => n + f.size, 0),
           parent_pause_ms: Math.round(pausedMs),
           created_at: new Date().toISOString(),
+          network: row.network,
         };
         try {
           await this.store.insertSnapshot(snap);
@@ -313,13 +326,14 @@ export class SandboxService {
   }
 
   /** What a child takes from its parent besides the image: lineage and lifecycle settings. */
-  private inherit(parent: SandboxRow): Partial<LaunchOptions> {
+  private inherit(parent: SandboxRow): Partial<LaunchOptions> & { network: SandboxNetwork } {
     return {
       parentId: parent.id,
       parentLineage: JSON.parse(parent.lineage) as string[],
       persistent: parent.persistent === 1,
       idleTimeoutSeconds: parent.idle_timeout_seconds,
       preview: { auth: parent.preview_auth === 1, tokenHash: parent.preview_token_hash },
+      network: parseNetwork(parent.network),
     };
   }
 
@@ -449,7 +463,12 @@ export class SandboxService {
     if (action === 'pause') await this.host.pause(current.id);
     else if (action === 'resume') await this.host.resume(current.id);
     else if (action === 'hibernate') await this.host.hibernate(current.id);
-    else await this.host.wake(current.id, JSON.parse(current.env) as Record<string, string>);
+    else
+      await this.host.wake(
+        current.id,
+        JSON.parse(current.env) as Record<string, string>,
+        parseNetwork(current.network),
+      );
     await this.store.setState(current.id, rule.to, `${action} (${cause})`);
   }
 
@@ -498,6 +517,30 @@ export class SandboxService {
       expires_at: later(now, ttl),
     });
     return this.get(orgId, id);
+  }
+
+  /**
+   * Replaces the egress policy (and, when given, the secrets) of a sandbox.
+   * A running or paused one gets it at once; a hibernated one when it wakes.
+   */
+  async setNetwork(
+    orgId: string,
+    id: string,
+    change: { policy: SandboxNetwork['policy']; secrets?: SandboxNetwork['secrets'] },
+  ): Promise<SandboxNetwork> {
+    return this.locked(id, async () => {
+      const row = await this.row(orgId, id);
+      if (row.state === 'stopped' || row.state === 'stopping')
+        throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${id} is ${row.state}`);
+      const network = {
+        policy: change.policy,
+        secrets: change.secrets ?? parseNetwork(row.network).secrets,
+      };
+      this.host.checkNetwork(network);
+      await this.store.updateSandbox(id, { network: JSON.stringify(network) });
+      if (this.host.has(id)) this.host.setNetwork(id, network);
+      return network;
+    });
   }
 
   /** Destroys a sandbox; an already stopped one is left as it is (`deleted: false`). */
@@ -606,6 +649,7 @@ export class SandboxService {
           id: r.id,
           memoryMb: r.memory_mb,
           env: JSON.parse(r.env) as Record<string, string>,
+          network: parseNetwork(r.network),
           paused: r.state === 'paused',
         })),
         (await this.store.sandboxesOnHost(this.host.id, ['hibernated'])).map((r) => r.id),

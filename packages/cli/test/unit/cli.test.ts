@@ -51,6 +51,32 @@ before(async () => {
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
       return res.end('remote content');
     }
+    if (
+      route === 'GET /v1/sandboxes/sbx_1/network' ||
+      route === 'PUT /v1/sandboxes/sbx_1/network'
+    ) {
+      const body = req.method === 'PUT' ? JSON.parse(req.body.toString()) : { mode: 'none' };
+      return sendJson(res, 200, { allow: [], deny: [], ...body, secrets: [] });
+    }
+    if (route === 'GET /v1/sandboxes/sbx_1/egress') {
+      return sendJson(res, 200, {
+        items: [
+          {
+            id: 1,
+            at: '2026-01-01T00:00:00.000Z',
+            protocol: 'http',
+            host: 'pypi.org',
+            port: 443,
+            address: null,
+            decision: 'denied',
+            reason: 'not in allow list',
+            bytes_out: 0,
+            bytes_in: 0,
+            duration_ms: 0,
+          },
+        ],
+      });
+    }
     if (req.method === 'DELETE' && req.path === '/v1/sandboxes/sbx_1') {
       return sendJson(res, 200, { id: 'sbx_1', deleted: true });
     }
@@ -191,4 +217,32 @@ test('sandbox cp uploads into a remote directory and downloads to a local one', 
   const both = await warren('sandbox', 'cp', 'a', 'b');
   assert.equal(both.code, 1);
   assert.match(both.stderr, /must be <sandbox-id>:<path>/);
+});
+
+test('sandbox network shows and replaces the egress policy; sandbox egress lists decisions', async () => {
+  const shown = await warren('sandbox', 'network', 'sbx_1');
+  assert.equal(shown.code, 0);
+  assert.equal(JSON.parse(shown.stdout).mode, 'none');
+  const set = await warren(
+    'sandbox',
+    'network',
+    'sbx_1',
+    '--mode',
+    'restricted',
+    '--allow',
+    'pypi.org:443',
+    '--allow',
+    '10.0.0.0/8',
+  );
+  assert.equal(set.code, 0);
+  const req = api.requests.at(-1)!;
+  assert.equal(req.method, 'PUT');
+  assert.deepEqual(JSON.parse(req.body.toString()), {
+    mode: 'restricted',
+    allow: ['pypi.org:443', '10.0.0.0/8'],
+  });
+  const log = await warren('sandbox', 'egress', 'sbx_1', '--denied', '--limit', '5');
+  assert.equal(log.code, 0);
+  assert.match(log.stdout, /denied\s+http\s+pypi\.org:443 .*not in allow list/);
+  assert.equal(api.requests.at(-1)!.query.get('decision'), 'denied');
 });

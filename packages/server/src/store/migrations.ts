@@ -132,4 +132,31 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('sandboxes').addColumn('preview_token_hash', 'text').execute();
     },
   },
+  '0005_network': {
+    async up(db: Kysely<unknown>) {
+      // JSON {policy, secrets}; secrets are as sensitive as env, and kept the same way.
+      await db.schema.alterTable('sandboxes').addColumn('network', 'text').execute();
+      await db.schema.alterTable('snapshots').addColumn('network', 'text').execute();
+      await db.schema
+        .createTable('egress_events')
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('sandbox_id', 'text', (c) => c.notNull())
+        .addColumn('at', 'text', (c) => c.notNull())
+        .addColumn('protocol', 'text', (c) => c.notNull())
+        .addColumn('host', 'text', (c) => c.notNull())
+        .addColumn('port', 'integer', (c) => c.notNull())
+        .addColumn('address', 'text')
+        .addColumn('decision', 'text', (c) => c.notNull())
+        .addColumn('reason', 'text', (c) => c.notNull())
+        .addColumn('bytes_out', 'integer', (c) => c.notNull())
+        .addColumn('bytes_in', 'integer', (c) => c.notNull())
+        .addColumn('duration_ms', 'integer', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('egress_events_sandbox')
+        .on('egress_events')
+        .columns(['sandbox_id', 'id'])
+        .execute();
+    },
+  },
 };

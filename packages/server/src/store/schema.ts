@@ -47,6 +47,8 @@ export interface SandboxTable {
   preview_auth: number;
   /** sha256 of the current preview token; the token itself is never stored. */
   preview_token_hash: string | null;
+  /** JSON {policy, secrets}: the egress policy and bound secrets (see network.ts). */
+  network: string | null;
 }
 
 export interface SnapshotTable {
@@ -63,6 +65,22 @@ export interface SnapshotTable {
   created_at: string;
   /** JSON array: the captured sandbox's ancestors (not the sandbox itself). */
   lineage: string;
+  network: string | null;
+}
+
+export interface EgressEventTable {
+  id: Generated<number>;
+  sandbox_id: string;
+  at: string;
+  protocol: string;
+  host: string;
+  port: number;
+  address: string | null;
+  decision: string;
+  reason: string;
+  bytes_out: number;
+  bytes_in: number;
+  duration_ms: number;
 }
 
 export interface SandboxEventTable {
@@ -94,4 +112,5 @@ export interface Database {
   snapshots: SnapshotTable;
   sandbox_events: SandboxEventTable;
   audit_events: AuditEventTable;
+  egress_events: EgressEventTable;
 }

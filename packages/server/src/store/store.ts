@@ -6,11 +6,18 @@
 import { Kysely, Migrator, sql, type Dialect, type Selectable } from 'kysely';
 import { WarrenError, type SandboxState } from '@warren/protocol';
 import { migrations } from './migrations';
-import type { AuditEventTable, Database, SandboxTable, SnapshotTable } from './schema';
+import type {
+  AuditEventTable,
+  Database,
+  EgressEventTable,
+  SandboxTable,
+  SnapshotTable,
+} from './schema';
 
 export type SandboxRow = Selectable<SandboxTable>;
 export type SnapshotRow = Selectable<SnapshotTable>;
 export type AuditRow = Omit<Selectable<AuditEventTable>, 'id'>;
+export type EgressEventRow = Selectable<EgressEventTable>;
 
 export interface SandboxFilter {
   orgId: string;
@@ -113,6 +120,7 @@ export class Store {
   async deleteSandboxRow(id: string): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
       await tx.deleteFrom('sandbox_events').where('sandbox_id', '=', id).execute();
+      await tx.deleteFrom('egress_events').where('sandbox_id', '=', id).execute();
       await tx.deleteFrom('sandboxes').where('id', '=', id).execute();
     });
   }
@@ -259,6 +267,23 @@ export class Store {
 
   async deleteSnapshot(id: string): Promise<void> {
     await this.db.deleteFrom('snapshots').where('id', '=', id).execute();
+  }
+
+  // ---- egress log ----
+
+  async insertEgressEvent(event: Omit<EgressEventRow, 'id'>): Promise<void> {
+    await this.db.insertInto('egress_events').values(event).execute();
+  }
+
+  /** Newest first; `before` pages back by id. */
+  async egressEvents(
+    sandboxId: string,
+    q: { decision?: string; limit: number; before?: number },
+  ): Promise<EgressEventRow[]> {
+    let query = this.db.selectFrom('egress_events').selectAll().where('sandbox_id', '=', sandboxId);
+    if (q.decision) query = query.where('decision', '=', q.decision);
+    if (q.before) query = query.where('id', '<', q.before);
+    return query.orderBy('id', 'desc').limit(q.limit).execute();
   }
 
   // ---- audit ----

@@ -395,6 +395,7 @@ describe('store: list pagination and metadata filter', () => {
     id: `sbx_${String(n++).padStart(16, '0')}`,
     org_id: 'org_a',
     host_id: 'host_test',
+    network: null,
     template: 'fake',
     state: 'running',
     cpu: 1,
