@@ -8,12 +8,14 @@ import {
   type ExecEvent,
   type GuestHello,
   type GuestProcessStart,
+  type GuestVolume,
 } from '@warren/protocol/guest';
 import { dialData } from './data';
 import { readJson } from './body';
 import * as files from './files';
 import type { ProcessTable } from './processes';
 import { sendError, sendJson, toWarrenError } from './respond';
+import { linkVolumes } from './volumes';
 
 export interface GuestState {
   sandboxId: string | null;
@@ -62,6 +64,11 @@ export async function route(
     const hello = await readJson<GuestHello>(stream);
     state.sandboxId = hello.sandbox_id;
     state.env = hello.env ?? {};
+    return sendJson(stream, 200, { ok: true });
+  }
+  if (path === GUEST_PATHS.volumes && method === 'POST') {
+    const body = await readJson<{ volumes: GuestVolume[] }>(stream);
+    await linkVolumes(body.volumes);
     return sendJson(stream, 200, { ok: true });
   }
   if (path === GUEST_PATHS.prepareCheckpoint && method === 'POST') {

@@ -7,13 +7,20 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { WarrenError, GUEST_PATHS, type GuestHello } from '@warren/protocol';
+import { dirname, join } from 'node:path';
+import { WarrenError, GUEST_PATHS, type GuestHello, type GuestVolume } from '@warren/protocol';
 import { GuestChannel } from './channel';
 import type { RuntimeDriver, SandboxSpec } from './runtime/driver';
 import { ensureGuestBundle, type GuestBundle } from './templates/guest-bundle';
 import { BUILTIN_TEMPLATES, TemplateCatalog, type TemplateRecord } from './templates/catalog';
 import type { Progress } from './templates/rootfs';
+import { HostVolumes } from './storage/host-volumes';
+import {
+  prepareSandboxDisk,
+  releaseSandboxDisk,
+  type HostVolume,
+  type SandboxDisk,
+} from './storage/sandbox-disk';
 
 export interface HostAgentConfig {
   hostId: string;
@@ -24,6 +31,8 @@ export interface HostAgentConfig {
   debianMirror: string;
   /** How long a restored guest agent may take to dial in. */
   readyTimeoutMs: number;
+  /** Volume images and their mounts; default: `volumes` beside the sandboxes directory. */
+  volumesDir?: string;
 }
 
 export interface CreateOnHost {
@@ -33,6 +42,9 @@ export interface CreateOnHost {
   from?: { imageDir: string; spec: SandboxSpec };
   cpu: number;
   memoryMb: number;
+  /** Size limit of the sandbox's written files (when the driver has diskLimit). */
+  diskMb?: number;
+  volumes?: HostVolume[];
   env: Record<string, string>;
 }
 
@@ -48,6 +60,17 @@ interface HostSandbox {
 const SPEC_FILE = 'spec.json';
 /** The checkpoint image of a hibernated sandbox, inside its work directory. */
 const HIBERNATION_IMAGE = 'hibernated';
+/** Disk size and volumes of a sandbox, kept beside it so a wake makes the same disk. */
+const STORAGE_FILE = 'storage.json';
+
+interface SandboxStorage {
+  diskMb: number | null;
+  volumes: HostVolume[];
+}
+
+function guestVolumes(volumes: HostVolume[]): GuestVolume[] {
+  return volumes.map((v) => ({ name: v.name, mount_path: v.mountPath, read_only: v.readOnly }));
+}
 
 /** A cleanup stack: what a step created is undone, in reverse order, when a later step fails. */
 class Undo {
@@ -62,6 +85,7 @@ class Undo {
 
 export class HostAgent {
   readonly templates: TemplateCatalog;
+  readonly volumes: HostVolumes;
   private readonly sandboxes = new Map<string, HostSandbox>();
   /** Memory reserved by sandboxes being created or running, in MiB. */
   private reservedMb = 0;
@@ -72,6 +96,25 @@ export class HostAgent {
     readonly driver: RuntimeDriver,
   ) {
     this.templates = new TemplateCatalog(config.templatesDir, config.debianMirror);
+    this.volumes = new HostVolumes(
+      config.volumesDir ?? join(dirname(config.sandboxesDir), 'volumes'),
+    );
+  }
+
+  /**
+   * The disk of a sandbox about to be restored: only for drivers that can
+   * limit it, and only when the image was taken with a file-backed overlay
+   * (a snapshot from before disk limits keeps its in-memory overlay).
+   */
+  private async prepareDisk(
+    workDir: string,
+    storage: SandboxStorage,
+    imageHasDisk: boolean,
+  ): Promise<Partial<SandboxDisk>> {
+    if (!this.driver.capabilities.diskLimit || !imageHasDisk) return {};
+    return prepareSandboxDisk(workDir, storage.diskMb, storage.volumes, (id) =>
+      this.volumes.data(id),
+    );
   }
 
   get id(): string {
@@ -149,6 +192,8 @@ export class HostAgent {
       memoryMb,
       hostname: 'warren',
       env: {},
+      // The snapshot gets the file-backed overlay and the volumes mount every create needs.
+      ...(await this.prepareDisk(workDir, { diskMb: null, volumes: [] }, true)),
     };
     try {
       await channel.listen();
@@ -181,12 +226,19 @@ export class HostAgent {
   async createSandbox(req: CreateOnHost): Promise<void> {
     // A snapshot restores with the root and guest agent it was captured with.
     const source = req.from
-      ? { image: req.from.imageDir, rootfs: req.from.spec.rootfs, guestDir: req.from.spec.guestDir }
+      ? {
+          image: req.from.imageDir,
+          rootfs: req.from.spec.rootfs,
+          guestDir: req.from.spec.guestDir,
+          hasDisk: req.from.spec.filestoreDir !== undefined,
+        }
       : await this.templates.get(req.template).then(async (t) => ({
           image: t.snapshot,
           rootfs: t.rootfs,
           guestDir: (await this.guestBundle()).dir,
+          hasDisk: true,
         }));
+    const storage: SandboxStorage = { diskMb: req.diskMb ?? null, volumes: req.volumes ?? [] };
     if (this.sandboxes.has(req.id))
       throw new WarrenError('INTERNAL', `sandbox ${req.id} already exists on this host`);
     this.reserve(req.id, req.memoryMb);
@@ -203,6 +255,14 @@ export class HostAgent {
       }));
       await channel.listen();
       undo.push(() => channel.close());
+      if (storage.volumes.length > 0 && !source.hasDisk)
+        throw new WarrenError(
+          'SANDBOX_HAS_VOLUMES',
+          'this snapshot was taken before volumes existed and cannot have any attached',
+        );
+      // Unmounted before the work directory is removed: never delete through a volume mount.
+      undo.push(() => releaseSandboxDisk(workDir));
+      const disk = await this.prepareDisk(workDir, storage, source.hasDisk);
       const spec: SandboxSpec = {
         id: req.id,
         rootfs: source.rootfs,
@@ -213,11 +273,20 @@ export class HostAgent {
         memoryMb: req.memoryMb,
         hostname: req.id.replace(/_/g, '-'),
         env: {},
+        ...disk,
       };
       await writeFile(join(workDir, SPEC_FILE), JSON.stringify(spec));
+      await writeFile(join(workDir, STORAGE_FILE), JSON.stringify(storage));
       undo.push(() => this.driver.destroy(req.id));
       await this.driver.restore(spec, source.image);
       await channel.waitReady(this.config.readyTimeoutMs);
+      if (storage.volumes.length > 0) {
+        await channel.json({
+          method: 'POST',
+          path: GUEST_PATHS.volumes,
+          json: { volumes: guestVolumes(storage.volumes) },
+        });
+      }
       this.sandboxes.set(req.id, {
         id: req.id,
         memoryMb: req.memoryMb,
@@ -310,6 +379,8 @@ export class HostAgent {
     }
     // The runtime forgets the stopped sandbox so that wake can restore it under the same id.
     await this.driver.destroy(id);
+    // The image holds the written files; volumes are bound again at wake.
+    await releaseSandboxDisk(sbx.workDir);
     await sbx.channel.close();
     this.sandboxes.delete(id);
     this.reservedMb -= sbx.memoryMb;
@@ -321,10 +392,16 @@ export class HostAgent {
     const workDir = join(this.config.sandboxesDir, id);
     const image = join(workDir, HIBERNATION_IMAGE);
     const spec = JSON.parse(await readFile(join(workDir, SPEC_FILE), 'utf8')) as SandboxSpec;
+    const storage = await readFile(join(workDir, STORAGE_FILE), 'utf8').then(
+      (t) => JSON.parse(t) as SandboxStorage,
+      () => ({ diskMb: null, volumes: [] }),
+    );
     this.reserve(id, spec.memoryMb);
     const undo = new Undo();
     undo.push(async () => (this.reservedMb -= spec.memoryMb));
     try {
+      undo.push(() => releaseSandboxDisk(workDir));
+      await this.prepareDisk(workDir, storage, spec.filestoreDir !== undefined);
       const channel = new GuestChannel(join(spec.channelDir, 'agent.sock'), (): GuestHello => ({
         sandbox_id: id,
         env,
@@ -371,9 +448,12 @@ export class HostAgent {
       await sbx.channel.close();
     }
     await this.driver.kill(id);
+    const workDir = join(this.config.sandboxesDir, id);
     const teardown = this.driver
       .destroy(id)
-      .then(() => rm(join(this.config.sandboxesDir, id), { recursive: true, force: true }))
+      // Throws if a mount cannot be removed: then the directory stays, and the volume's data too.
+      .then(() => releaseSandboxDisk(workDir))
+      .then(() => rm(workDir, { recursive: true, force: true }))
       .catch(() => undefined)
       .finally(() => this.teardowns.delete(teardown));
     this.teardowns.add(teardown);
@@ -425,7 +505,10 @@ export class HostAgent {
         await this.destroySandbox(sbx.id);
       }
     }
-    for (const orphan of running) await this.driver.destroy(orphan);
+    for (const orphan of running) {
+      await this.driver.destroy(orphan);
+      await releaseSandboxDisk(join(this.config.sandboxesDir, orphan)).catch(() => undefined);
+    }
     return lost;
   }
 

@@ -9,3 +9,5 @@ export {
 export type { RuntimeDriver, DriverCapabilities, SandboxSpec } from './runtime/driver';
 export { createDriver, type DriverName } from './runtime';
 export { BUILTIN_TEMPLATES, type TemplateRecord } from './templates/catalog';
+export type { HostVolume } from './storage/sandbox-disk';
+export { HostVolumes } from './storage/host-volumes';

@@ -19,6 +19,7 @@ import { sandboxRoutes } from './routes/sandboxes';
 import { templateRoutes } from './routes/templates';
 import { snapshotRoutes } from './routes/snapshots';
 import { auditRoutes } from './routes/audit';
+import { volumeRoutes } from './routes/volumes';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -158,6 +159,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   await app.register(templateRoutes(ctx));
   await app.register(snapshotRoutes(ctx));
   await app.register(auditRoutes(ctx));
+  await app.register(volumeRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

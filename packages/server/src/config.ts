@@ -28,6 +28,10 @@ export interface Config {
   logLevel: string;
   /** Destroy every sandbox on close (tests); by default sandboxes outlive a restart. */
   destroyOnClose: boolean;
+  /** Largest volume, in MiB. */
+  volumeMaxMb: number;
+  /** Most volumes one sandbox may attach. */
+  volumesPerSandbox: number;
 }
 
 function int(value: string | undefined, fallback: number): number {
@@ -75,6 +79,8 @@ export function loadConfig(
     templates: (env.WARREN_TEMPLATES ?? 'base').split(',').filter(Boolean),
     logLevel: env.WARREN_LOG_LEVEL ?? 'info',
     destroyOnClose: env.WARREN_DESTROY_ON_CLOSE === '1',
+    volumeMaxMb: int(env.WARREN_VOLUME_MAX_MB, 10240),
+    volumesPerSandbox: int(env.WARREN_VOLUMES_PER_SANDBOX, 4),
     ...overrides,
   };
   return config;

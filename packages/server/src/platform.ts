@@ -11,6 +11,7 @@ import { ensureAdminToken } from './auth';
 import { loadConfig, type Config } from './config';
 import type { AppContext } from './context';
 import { SandboxService } from './sandbox-service';
+import { VolumeService } from './volume-service';
 import { openSqliteStore } from './store/open';
 import { Sweeper } from './sweeper';
 
@@ -72,12 +73,16 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
       memoryBudgetMb: config.memoryBudgetMb,
       debianMirror: config.debianMirror,
       readyTimeoutMs: config.readyTimeoutMs,
+      volumesDir: join(config.home, 'volumes'),
     },
     driver,
   );
   for (const name of config.templates) await host.ensureTemplate(name, progress);
 
-  const sandboxes = new SandboxService(store, host, config);
+  mkdirSync(host.volumes.root, { recursive: true, mode: 0o700 });
+  const volumes = new VolumeService(store, host, config);
+  await volumes.mountAll();
+  const sandboxes = new SandboxService(store, host, config, volumes);
   await sandboxes.reconcile();
 
   const context: AppContext = {
@@ -85,6 +90,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     store,
     host,
     sandboxes,
+    volumes,
     runtimeVersion,
     version: VERSION,
     startedAt: Date.now(),
@@ -122,6 +128,8 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
           await sandboxes.destroy(row.org_id, row.id, 'platform shut down').catch(() => undefined);
       }
       await host.close({ destroy: config.destroyOnClose });
+      // Volume data stays on disk; the next start mounts it again.
+      if (config.destroyOnClose) await host.volumes.unmountAll();
       await store.close();
     },
   };

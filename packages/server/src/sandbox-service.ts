@@ -12,10 +12,12 @@ import {
   type Sandbox,
   type SandboxState,
   type Snapshot,
+  type VolumeAttachment,
 } from '@warren/protocol';
 import type { GuestChannel, HostAgent, SandboxSpec } from '@warren/host-agent';
 import type { Config } from './config';
 import type { SandboxRow, SnapshotRow, Store } from './store/store';
+import type { VolumeService } from './volume-service';
 
 export function toApi(row: SandboxRow): Sandbox {
   return {
@@ -25,6 +27,8 @@ export function toApi(row: SandboxRow): Sandbox {
     state: row.state as SandboxState,
     cpu: row.cpu,
     memory_mb: row.memory_mb,
+    disk_mb: row.disk_mb ?? 0,
+    volumes: JSON.parse(row.volumes) as VolumeAttachment[],
     metadata: JSON.parse(row.metadata) as Record<string, string>,
     env_keys: Object.keys(JSON.parse(row.env) as Record<string, string>),
     ttl_seconds: row.ttl_seconds,
@@ -57,6 +61,8 @@ interface LaunchOptions {
   template: string;
   cpu?: number;
   memoryMb?: number;
+  diskMb?: number;
+  volumes?: VolumeAttachment[];
   env: Record<string, string>;
   metadata?: Record<string, string>;
   ttlSeconds?: number;
@@ -76,6 +82,7 @@ export class SandboxService {
     private readonly store: Store,
     private readonly host: HostAgent,
     private readonly config: Config,
+    private readonly volumes: VolumeService,
   ) {}
 
   async create(orgId: string, req: CreateSandboxRequest): Promise<Sandbox> {
@@ -85,6 +92,8 @@ export class SandboxService {
         template: snap.template,
         cpu: req.cpu ?? snap.cpu,
         memoryMb: req.memory_mb ?? snap.memory_mb,
+        diskMb: req.disk_mb,
+        volumes: req.volumes,
         env: { ...(JSON.parse(snap.env) as Record<string, string>), ...req.env },
         metadata: req.metadata,
         ttlSeconds: req.ttl_seconds,
@@ -98,6 +107,8 @@ export class SandboxService {
       template: req.template,
       cpu: req.cpu,
       memoryMb: req.memory_mb,
+      diskMb: req.disk_mb,
+      volumes: req.volumes,
       env: req.env ?? {},
       metadata: req.metadata,
       ttlSeconds: req.ttl_seconds,
@@ -117,6 +128,16 @@ export class SandboxService {
         { max_cpu: template.max_cpu, max_memory_mb: template.max_memory_mb },
       );
     }
+    const diskMb = o.diskMb ?? template.default_disk_mb;
+    if (diskMb > template.max_disk_mb || diskMb < 64) {
+      throw new WarrenError(
+        'RESOURCES_OUT_OF_RANGE',
+        `template ${template.name} allows disk_mb from 64 to ${template.max_disk_mb}`,
+        { max_disk_mb: template.max_disk_mb },
+      );
+    }
+    const volumes = o.volumes ?? [];
+    this.volumes.validate(volumes);
     const now = new Date();
     const ttl = o.ttlSeconds ?? this.config.defaultTtlSeconds;
     const row: SandboxRow = {
@@ -137,6 +158,8 @@ export class SandboxService {
       stop_reason: null,
       parent_id: o.parentId ?? null,
       snapshot_id: o.snapshotId ?? null,
+      disk_mb: diskMb,
+      volumes: JSON.stringify(volumes),
     };
     await this.store.insertSandbox(row, 'create');
     try {
@@ -145,11 +168,14 @@ export class SandboxService {
         template: template.name,
         cpu,
         memoryMb,
+        diskMb,
+        volumes: await this.volumes.attach(orgId, row.id, volumes),
         env: o.env,
         from: o.from,
       });
     } catch (err) {
       // Nothing half-created survives: the host agent has already undone its part.
+      await this.volumes.detach(row.id);
       await this.store.deleteSandboxRow(row.id);
       throw err;
     }
@@ -176,7 +202,24 @@ export class SandboxService {
   }
 
   /** Captures memory, processes and files of a running sandbox; it goes on running. */
+  /**
+   * A capture of a sandbox with volumes is refused: its files there are not in
+   * the image, and a fork must not share a writable volume.
+   */
+  private async refuseVolumes(orgId: string, id: string, what: string): Promise<void> {
+    const names = (JSON.parse((await this.row(orgId, id)).volumes) as VolumeAttachment[]).map(
+      (v) => v.name,
+    );
+    if (names.length > 0)
+      throw new WarrenError(
+        'SANDBOX_HAS_VOLUMES',
+        `cannot ${what} sandbox ${id}: it has volumes attached (${names.join(', ')})`,
+        { volumes: names },
+      );
+  }
+
   async snapshot(orgId: string, id: string): Promise<Snapshot> {
+    await this.refuseVolumes(orgId, id, 'snapshot');
     await this.use(orgId, id); // wakes a paused or hibernated sandbox first
     const row = await this.row(orgId, id);
     const snapId = newId('snapshot');
@@ -219,6 +262,7 @@ export class SandboxService {
    * keeps running; it is held only for the capture. All or nothing.
    */
   async forkTree(orgId: string, id: string, req: ForkTreeRequest) {
+    await this.refuseVolumes(orgId, id, 'fork');
     await this.use(orgId, id);
     const parent = await this.row(orgId, id);
     const { memory_budget_mb, memory_reserved_mb } = this.host.capacity();
@@ -392,6 +436,7 @@ export class SandboxService {
   private async stop(row: SandboxRow, reason: string): Promise<void> {
     await this.store.setState(row.id, 'stopping', reason);
     await this.host.destroySandbox(row.id);
+    await this.volumes.detach(row.id);
     await this.store.setState(row.id, 'stopped', reason, {
       stopped_at: new Date().toISOString(),
       stop_reason: reason,
@@ -429,6 +474,7 @@ export class SandboxService {
       if (live(row) && !lost.has(row.id)) continue;
       const reason = live(row) ? 'lost' : `interrupted while ${row.state}`;
       await this.host.destroySandbox(row.id);
+      await this.volumes.detach(row.id);
       await this.store.setState(row.id, 'stopped', reason, {
         stopped_at: new Date().toISOString(),
         stop_reason: reason,

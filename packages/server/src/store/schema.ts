@@ -36,6 +36,29 @@ export interface SandboxTable {
   stop_reason: string | null;
   parent_id: string | null;
   snapshot_id: string | null;
+  /** Null for sandboxes from before disk limits. */
+  disk_mb: number | null;
+  /** JSON array of the attachments ({ name, mount_path, read_only }). */
+  volumes: string;
+}
+
+export interface VolumeTable {
+  id: string;
+  org_id: string;
+  name: string;
+  host_id: string;
+  size_mb: number;
+  created_at: string;
+}
+
+/** Who holds a volume now; rows go when their sandbox stops. */
+export interface VolumeAttachmentTable {
+  volume_id: string;
+  sandbox_id: string;
+  mount_path: string;
+  /** 1 or 0. */
+  read_only: number;
+  created_at: string;
 }
 
 export interface SnapshotTable {
@@ -79,6 +102,8 @@ export interface Database {
   api_tokens: ApiTokenTable;
   sandboxes: SandboxTable;
   snapshots: SnapshotTable;
+  volumes: VolumeTable;
+  volume_attachments: VolumeAttachmentTable;
   sandbox_events: SandboxEventTable;
   audit_events: AuditEventTable;
 }

@@ -408,6 +408,8 @@ describe('store: list pagination and metadata filter', () => {
     stop_reason: null,
     parent_id: null,
     snapshot_id: null,
+    disk_mb: 1024,
+    volumes: '[]',
     ...over,
   });
 
