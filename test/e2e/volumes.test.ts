@@ -8,7 +8,10 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { Sandbox, Volumes, WarrenError } from '@warren/sdk';
 import {
+  REPO,
   createSandbox,
   exec,
   startTestPlatform,
@@ -188,6 +191,64 @@ describe('disk limits and volumes (real gVisor)', () => {
     await expectError(await p.api('/v1/volumes/data'), 404, 'VOLUME_NOT_FOUND');
     assert.equal(existsSync(join(p.home, 'volumes', vol.id)), false, 'the image is gone');
     assert.deepEqual(mountsBelow(p.home), []);
+  });
+});
+
+describe('volumes through the SDK and CLI (real gVisor)', () => {
+  let p: TestPlatform;
+  before(async () => {
+    p = await startTestPlatform();
+  });
+  after(async () => {
+    await p?.stop();
+  });
+
+  function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [join(REPO, 'packages/cli/bin/warren.js'), ...args], {
+        env: { ...process.env, WARREN_API: p.url, WARREN_API_KEY: p.adminToken },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.once('error', reject);
+      child.once('close', (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+
+  it('warren volume create|ls|rm and Sandbox.create({ volumes })', async () => {
+    const conn = { apiUrl: p.url, apiKey: p.adminToken };
+    const made = await cli(['volume', 'create', 'cli-vol', '--size', '16']);
+    assert.equal(made.code, 0, made.stderr);
+    assert.match(made.stdout, /^vol_[a-z0-9]{16}\n$/);
+    const sbx = await Sandbox.create({
+      ...conn,
+      diskMb: 128,
+      volumes: [{ name: 'cli-vol', mount_path: '/work' }],
+    });
+    try {
+      assert.equal(sbx.info.disk_mb, 128);
+      await sbx.files.write('/work/hello.txt', 'from the sdk');
+      const ls = await cli(['volume', 'ls']);
+      assert.equal(ls.code, 0, ls.stderr);
+      assert.match(ls.stdout, new RegExp(`cli-vol\\s+16 MB\\s+\\S+ MB\\s+${sbx.id}`));
+      const refused = await cli(['volume', 'rm', 'cli-vol']);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /VOLUME_IN_USE/);
+      await assert.rejects(Volumes.delete('cli-vol', conn), (err: unknown) => {
+        assert.ok(err instanceof WarrenError && err.code === 'VOLUME_IN_USE', String(err));
+        return true;
+      });
+    } finally {
+      await sbx.kill();
+    }
+    await p.context.host.settle();
+    assert.equal((await Volumes.get('cli-vol', conn)).attachments.length, 0);
+    const rm = await cli(['volume', 'rm', 'cli-vol']);
+    assert.equal(rm.code, 0, rm.stderr);
+    assert.deepEqual(await Volumes.list(conn), []);
   });
 });
 

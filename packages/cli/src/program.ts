@@ -11,6 +11,9 @@ import { register as sandboxKill } from './commands/sandbox/kill';
 import { register as sandboxLs } from './commands/sandbox/ls';
 import { register as templateLs } from './commands/template/ls';
 import { register as up } from './commands/platform/up';
+import { register as volumeCreate } from './commands/volume/create';
+import { register as volumeLs } from './commands/volume/ls';
+import { register as volumeRm } from './commands/volume/rm';
 import { formatError, type Io } from './io';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -38,6 +41,11 @@ export function createProgram(io: Io): Command {
 
   const template = program.command('template').description('inspect templates');
   templateLs(template, io);
+
+  const volume = program.command('volume').alias('vol').description('manage volumes');
+  volumeCreate(volume, io);
+  volumeLs(volume, io);
+  volumeRm(volume, io);
 
   up(program, io);
   return program;

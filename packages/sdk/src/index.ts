@@ -18,6 +18,7 @@ export type { Signal } from './processes';
 export { Files } from './files';
 export type { WriteData, WriteOptions } from './files';
 export { listTemplates, getTemplate } from './templates';
+export { Volumes } from './volumes';
 export { getHealth } from './health';
 export { HttpClient } from './client';
 export type { RequestOptions } from './client';
@@ -42,4 +43,6 @@ export type {
   WriteResult,
   Template,
   Health,
+  Volume,
+  VolumeAttachment,
 } from '@warren/protocol';

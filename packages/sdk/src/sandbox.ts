@@ -24,6 +24,10 @@ export interface SandboxCreateOptions extends ConnectionOptions {
   ttlSeconds?: number;
   cpu?: number;
   memoryMb?: number;
+  /** Size limit of what the sandbox writes to its files, in MiB. */
+  diskMb?: number;
+  /** Volumes to attach; a writable one is exclusive to this sandbox. */
+  volumes?: Array<{ name: string; mount_path: string; read_only?: boolean }>;
 }
 
 export interface SandboxListOptions extends ConnectionOptions {
@@ -81,6 +85,8 @@ export class Sandbox {
       ttl_seconds: o.ttlSeconds,
       cpu: o.cpu,
       memory_mb: o.memoryMb,
+      disk_mb: o.diskMb,
+      volumes: o.volumes?.map((v) => ({ read_only: false, ...v })),
     };
     return new Sandbox(http, await http.json<SandboxInfo>('POST', '/v1/sandboxes', { json: req }));
   }

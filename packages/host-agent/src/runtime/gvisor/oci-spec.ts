@@ -25,7 +25,7 @@ export function ociSpec(spec: SandboxSpec): object {
       env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
       cwd: '/',
     },
-    // Writable from inside, but only into the in-memory overlay (--overlay2=root:memory):
+    // Writable from inside, but only into the private overlay (--overlay2=root:...):
     // the shared template directory on the host is never modified.
     root: { path: spec.rootfs, readonly: false },
     hostname: spec.hostname,
