@@ -107,10 +107,11 @@ export class VolumeService {
   }
 
   /** Deletes a volume and its data; refused while a sandbox holds it (VOLUME_IN_USE). */
-  async delete(orgId: string, name: string): Promise<void> {
+  async delete(orgId: string, name: string): Promise<string> {
     const row = await this.row(orgId, name);
     await this.queries.deleteUnattached(row);
     await this.host.volumes.remove(row.id);
+    return row.id;
   }
 
   /** Checks a create's attach list before anything is recorded. */

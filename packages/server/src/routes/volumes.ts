@@ -65,7 +65,8 @@ export const volumeRoutes =
       },
       async (req, reply) => {
         req.auditResource = { type: 'volume', id: req.params.name };
-        await ctx.volumes.delete(req.principal!.orgId, req.params.name);
+        const id = await ctx.volumes.delete(req.principal!.orgId, req.params.name);
+        req.auditResource = { type: 'volume', id };
         return reply.status(204).send(null);
       },
     );
