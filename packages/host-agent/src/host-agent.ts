@@ -112,6 +112,7 @@ export class HostAgent {
     imageHasDisk: boolean,
   ): Promise<Partial<SandboxDisk>> {
     if (!this.driver.capabilities.diskLimit || !imageHasDisk) return {};
+    for (const v of storage.volumes) await this.volumes.ensureMounted(v.id);
     return prepareSandboxDisk(workDir, storage.diskMb, storage.volumes, (id) =>
       this.volumes.data(id),
     );
@@ -259,6 +260,11 @@ export class HostAgent {
         throw new WarrenError(
           'SANDBOX_HAS_VOLUMES',
           'this snapshot was taken before volumes existed and cannot have any attached',
+        );
+      if (storage.volumes.length > 0 && !this.driver.capabilities.diskLimit)
+        throw new WarrenError(
+          'INVALID_REQUEST',
+          `the ${this.driver.name} runtime cannot attach volumes`,
         );
       // Unmounted before the work directory is removed: never delete through a volume mount.
       undo.push(() => releaseSandboxDisk(workDir));

@@ -81,7 +81,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
 
   mkdirSync(host.volumes.root, { recursive: true, mode: 0o700 });
   const volumes = new VolumeService(store, host, config);
-  await volumes.mountAll();
+  await volumes.mountAll(progress);
   const sandboxes = new SandboxService(store, host, config, volumes);
   await sandboxes.reconcile();
 

@@ -160,10 +160,17 @@ export class VolumeService {
     await this.queries.detachAll(sandboxId);
   }
 
-  /** At start: mounts the volumes of this host that are not mounted (after a reboot). */
-  async mountAll(): Promise<void> {
+  /**
+   * At start: mounts the volumes of this host that are not mounted (after a
+   * reboot). One that cannot be mounted (its image was removed by hand) does
+   * not stop the platform: it is reported, and attaching it fails later.
+   */
+  async mountAll(report: (line: string) => void): Promise<void> {
     for (const v of await this.queries.all()) {
-      if (v.host_id === this.host.id) await this.host.volumes.ensureMounted(v.id);
+      if (v.host_id !== this.host.id) continue;
+      await this.host.volumes
+        .ensureMounted(v.id)
+        .catch((err: Error) => report(`cannot mount volume ${v.name} (${v.id}): ${err.message}`));
     }
   }
 }
