@@ -385,8 +385,8 @@ export class HostAgent {
     }
     // The runtime forgets the stopped sandbox so that wake can restore it under the same id.
     await this.driver.destroy(id);
-    // The image holds the written files; volumes are bound again at wake.
-    await releaseSandboxDisk(sbx.workDir);
+    // The image holds the written files; volumes are bound again at wake (which retries this).
+    await releaseSandboxDisk(sbx.workDir).catch(() => undefined);
     await sbx.channel.close();
     this.sandboxes.delete(id);
     this.reservedMb -= sbx.memoryMb;
@@ -406,6 +406,7 @@ export class HostAgent {
     const undo = new Undo();
     undo.push(async () => (this.reservedMb -= spec.memoryMb));
     try {
+      await releaseSandboxDisk(workDir); // whatever a failed hibernate left mounted
       undo.push(() => releaseSandboxDisk(workDir));
       await this.prepareDisk(workDir, storage, spec.filestoreDir !== undefined);
       const channel = new GuestChannel(join(spec.channelDir, 'agent.sock'), (): GuestHello => ({
