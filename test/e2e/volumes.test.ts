@@ -79,6 +79,28 @@ describe('disk limits and volumes (real gVisor)', () => {
     assert.deepEqual(mountsBelow(join(p.home, 'sandboxes')), []);
   });
 
+  it('a sandbox from a snapshot keeps the disk size and the files of its source', async () => {
+    const id = await create({ disk_mb: 96 });
+    await sh(p, id, 'dd if=/dev/zero of=/root/half bs=1M count=40 2>/dev/null');
+    const snap = await p.json(`/v1/sandboxes/${id}/snapshots`, { method: 'POST' });
+    await destroy(id);
+    let child: string | undefined;
+    try {
+      child = await create({ from_snapshot: snap.id });
+      assert.equal((await p.json(`/v1/sandboxes/${child}`)).disk_mb, 96);
+      const r = await sh(
+        p,
+        child,
+        'ls -l /root/half; dd if=/dev/zero of=/root/more bs=1M count=120',
+      );
+      assert.match(r.stdout, / 41943040 /);
+      assert.match(r.stderr, /No space left on device/);
+    } finally {
+      if (child) await destroy(child);
+      await p.api(`/v1/snapshots/${snap.id}`, { method: 'DELETE' });
+    }
+  });
+
   it('refuses a disk_mb outside the template limits', async () => {
     const t = await p.json('/v1/templates/base');
     assert.ok(t.default_disk_mb > 0 && t.max_disk_mb >= t.default_disk_mb);

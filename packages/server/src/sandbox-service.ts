@@ -92,7 +92,8 @@ export class SandboxService {
         template: snap.template,
         cpu: req.cpu ?? snap.cpu,
         memoryMb: req.memory_mb ?? snap.memory_mb,
-        diskMb: req.disk_mb,
+        // The captured files must fit: by default the disk of the sandbox it was taken from.
+        diskMb: req.disk_mb ?? (await this.snapshotDiskMb(snap.id)),
         volumes: req.volumes,
         env: { ...(JSON.parse(snap.env) as Record<string, string>), ...req.env },
         metadata: req.metadata,
@@ -195,6 +196,17 @@ export class SandboxService {
     return { imageDir: join(dir, 'image'), spec };
   }
 
+  private async snapshotDiskMb(id: string): Promise<number | undefined> {
+    try {
+      const { disk_mb } = JSON.parse(
+        await readFile(join(this.snapshotDir(id), 'disk.json'), 'utf8'),
+      ) as { disk_mb: number | null };
+      return disk_mb ?? undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   async snapshotRow(orgId: string, id: string): Promise<SnapshotRow> {
     const snap = await this.store.getSnapshot(orgId, id);
     if (!snap) throw new WarrenError('SNAPSHOT_NOT_FOUND', `snapshot ${id} does not exist`);
@@ -228,6 +240,7 @@ export class SandboxService {
       try {
         const { spec, pausedMs } = await this.host.capture(id, join(dir, 'image'));
         await writeFile(join(dir, 'spec.json'), JSON.stringify(spec));
+        await writeFile(join(dir, 'disk.json'), JSON.stringify({ disk_mb: row.disk_mb }));
         const snap: SnapshotRow = {
           id: snapId,
           org_id: orgId,
@@ -285,6 +298,7 @@ export class SandboxService {
             template: parent.template,
             cpu: parent.cpu,
             memoryMb: parent.memory_mb,
+            diskMb: parent.disk_mb ?? undefined,
             env: JSON.parse(parent.env) as Record<string, string>,
             metadata: req.metadata ?? (JSON.parse(parent.metadata) as Record<string, string>),
             ttlSeconds: req.ttl_seconds ?? parent.ttl_seconds,
