@@ -58,6 +58,9 @@ class Direct {
     const id = `direct-${process.pid}-${this.n++}`;
     const workDir = join(this.dir, id);
     mkdirSync(join(workDir, 'chan'), { recursive: true });
+    // The template image has a file-backed overlay and the volumes mount: a restore needs both.
+    mkdirSync(join(workDir, 'overlay'));
+    mkdirSync(join(workDir, 'volumes'));
     const spec = {
       id,
       rootfs: t.rootfs,
@@ -68,6 +71,8 @@ class Direct {
       memoryMb: 512,
       hostname: id,
       env: {},
+      filestoreDir: join(workDir, 'overlay'),
+      volumesDir: join(workDir, 'volumes'),
     };
     const started = now();
     await this.driver.restore(spec, image ?? t.snapshot);

@@ -4,7 +4,7 @@
  * test cache (.state/templates, built by `npm test`'s setup). Teardown destroys
  * every sandbox, checks runsc holds none, and removes the state directory.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { startPlatform, type Platform, type StartOptions } from '@warren/server';
@@ -89,10 +89,28 @@ export async function startTestPlatform(
             // already gone
           }
         }
+        // Loop mounts of sandbox disks and volumes a failed test left: never delete through them.
+        unmountBelow(home);
         if (!keepHome) rmSync(home, { recursive: true, force: true });
       }
     },
   };
+}
+
+/** Unmounts every mount at or below dir, deepest first (lazily if busy). */
+export function unmountBelow(dir: string): void {
+  const points = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4] ?? '')
+    .filter((p) => p === dir || p.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length);
+  for (const point of points) {
+    try {
+      execFileSync('umount', [point], { stdio: 'ignore' });
+    } catch {
+      execFileSync('umount', ['-l', point], { stdio: 'ignore' });
+    }
+  }
 }
 
 /** Creates a sandbox through the REST API and returns its id. */

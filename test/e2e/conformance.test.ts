@@ -191,7 +191,8 @@ export function runConformance(
       assert.equal(typeof driver.name, 'string');
       assert.ok(driver.name.length > 0);
       const caps = driver.capabilities;
-      assert.deepEqual(Object.keys(caps).sort(), ['checkpoint', 'network', 'pause']);
+      assert.deepEqual(Object.keys(caps).sort(), ['checkpoint', 'diskLimit', 'network', 'pause']);
+      assert.equal(typeof caps.diskLimit, 'boolean');
       assert.equal(typeof caps.checkpoint, 'boolean');
       assert.equal(typeof caps.pause, 'boolean');
       assert.ok(['none', 'netstack'].includes(caps.network), `network ${caps.network}`);

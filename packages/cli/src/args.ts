@@ -22,6 +22,16 @@ export function nonEmpty(record: Record<string, string> = {}): Record<string, st
   return Object.keys(record).length ? record : undefined;
 }
 
+/** Option parser for repeatable `--volume NAME:PATH[:ro]`. */
+export function collectVolume(
+  text: string,
+  previous: Array<{ name: string; mount_path: string; read_only: boolean }> = [],
+) {
+  const m = /^([^:]+):(\/[^:]*)(?::(ro|rw))?$/.exec(text);
+  if (!m) throw new InvalidArgumentError(`expected NAME:/PATH or NAME:/PATH:ro, got "${text}"`);
+  return [...previous, { name: m[1]!, mount_path: m[2]!, read_only: m[3] === 'ro' }];
+}
+
 export function parsePositiveInt(text: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive integer');

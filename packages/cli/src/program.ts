@@ -12,6 +12,9 @@ import { register as sandboxLs } from './commands/sandbox/ls';
 import { register as sandboxNetwork } from './commands/sandbox/network';
 import { register as templateLs } from './commands/template/ls';
 import { register as up } from './commands/platform/up';
+import { register as volumeCreate } from './commands/volume/create';
+import { register as volumeLs } from './commands/volume/ls';
+import { register as volumeRm } from './commands/volume/rm';
 import { formatError, type Io } from './io';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -40,6 +43,11 @@ export function createProgram(io: Io): Command {
 
   const template = program.command('template').description('inspect templates');
   templateLs(template, io);
+
+  const volume = program.command('volume').alias('vol').description('manage volumes');
+  volumeCreate(volume, io);
+  volumeLs(volume, io);
+  volumeRm(volume, io);
 
   up(program, io);
   return program;

@@ -9,6 +9,7 @@ import {
   type GuestHello,
   type GuestProcessStart,
   type PortConnect,
+  type GuestVolume,
 } from '@warren/protocol/guest';
 import { dialData } from './data';
 import { configureEgress } from './egress';
@@ -18,6 +19,7 @@ import { assumeIdentity } from './identity';
 import { connectPort } from './ports';
 import type { ProcessTable } from './processes';
 import { sendError, sendJson, toWarrenError } from './respond';
+import { linkVolumes } from './volumes';
 
 export interface GuestState {
   sandboxId: string | null;
@@ -80,6 +82,11 @@ export async function route(
     const killed = await state.processes.reset();
     await files.emptyDir('/dev/shm');
     return sendJson(stream, 200, { killed });
+  }
+  if (path === GUEST_PATHS.volumes && method === 'POST') {
+    const body = await readJson<{ volumes: GuestVolume[] }>(stream);
+    await linkVolumes(body.volumes);
+    return sendJson(stream, 200, { ok: true });
   }
   if (path === GUEST_PATHS.prepareCheckpoint && method === 'POST') {
     stream.respond({ ':status': 200, 'content-type': 'application/json' });

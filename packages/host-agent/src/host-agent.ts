@@ -8,13 +8,14 @@
 import { randomBytes } from 'node:crypto';
 import { DATA_TOKEN_BYTES } from '@warren/protocol/guest';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   WarrenError,
   GUEST_PATHS,
   type EgressSecret,
   type GuestEgress,
   type GuestHello,
+  type GuestVolume,
   type NetworkPolicy,
 } from '@warren/protocol';
 import { GuestChannel } from './channel';
@@ -26,6 +27,13 @@ import { ensureGuestBundle, type GuestBundle } from './templates/guest-bundle';
 import { BUILTIN_TEMPLATES, TemplateCatalog, type TemplateRecord } from './templates/catalog';
 import type { Progress } from './templates/rootfs';
 import type { SnapshotStore } from './snapshots';
+import { HostVolumes } from './storage/host-volumes';
+import {
+  prepareSandboxDisk,
+  releaseSandboxDisk,
+  type HostVolume,
+  type SandboxDisk,
+} from './storage/sandbox-disk';
 
 export interface HostAgentConfig {
   hostId: string;
@@ -40,6 +48,8 @@ export interface HostAgentConfig {
   snapshotStore: SnapshotStore;
   /** The host-side egress proxy; without it sandboxes reach nothing outside. */
   egress?: EgressProxy;
+  /** Volume images and their mounts; default: `volumes` beside the sandboxes directory. */
+  volumesDir?: string;
 }
 
 /** A sandbox's egress policy and the secrets its requests get on the way out. */
@@ -55,6 +65,9 @@ export interface CreateOnHost {
   from?: { imageDir: string; spec: SandboxSpec };
   cpu: number;
   memoryMb: number;
+  /** Size limit of the sandbox's written files (when the driver has diskLimit). */
+  diskMb?: number;
+  volumes?: HostVolume[];
   env: Record<string, string>;
   network?: SandboxNetwork;
 }
@@ -71,6 +84,17 @@ interface HostSandbox {
 const SPEC_FILE = 'spec.json';
 /** The checkpoint image of a hibernated sandbox, inside its work directory. */
 const HIBERNATION_IMAGE = 'hibernated';
+/** Disk size and volumes of a sandbox, kept beside it so a wake makes the same disk. */
+const STORAGE_FILE = 'storage.json';
+
+interface SandboxStorage {
+  diskMb: number | null;
+  volumes: HostVolume[];
+}
+
+function guestVolumes(volumes: HostVolume[]): GuestVolume[] {
+  return volumes.map((v) => ({ name: v.name, mount_path: v.mountPath, read_only: v.readOnly }));
+}
 
 /** A cleanup stack: what a step created is undone, in reverse order, when a later step fails. */
 class Undo {
@@ -85,6 +109,7 @@ class Undo {
 
 export class HostAgent {
   readonly templates: TemplateCatalog;
+  readonly volumes: HostVolumes;
   private readonly sandboxes = new Map<string, HostSandbox>();
   /** Memory reserved by sandboxes being created or running, in MiB. */
   private reservedMb = 0;
@@ -95,6 +120,26 @@ export class HostAgent {
     readonly driver: RuntimeDriver,
   ) {
     this.templates = new TemplateCatalog(config.templatesDir, config.debianMirror);
+    this.volumes = new HostVolumes(
+      config.volumesDir ?? join(dirname(config.sandboxesDir), 'volumes'),
+    );
+  }
+
+  /**
+   * The disk of a sandbox about to be restored: only for drivers that can
+   * limit it, and only when the image was taken with a file-backed overlay
+   * (a snapshot from before disk limits keeps its in-memory overlay).
+   */
+  private async prepareDisk(
+    workDir: string,
+    storage: SandboxStorage,
+    imageHasDisk: boolean,
+  ): Promise<Partial<SandboxDisk>> {
+    if (!this.driver.capabilities.diskLimit || !imageHasDisk) return {};
+    for (const v of storage.volumes) await this.volumes.ensureMounted(v.id);
+    return prepareSandboxDisk(workDir, storage.diskMb, storage.volumes, (id) =>
+      this.volumes.data(id),
+    );
   }
 
   get id(): string {
@@ -176,6 +221,8 @@ export class HostAgent {
       memoryMb,
       hostname: 'warren',
       env: {},
+      // The snapshot gets the file-backed overlay and the volumes mount every create needs.
+      ...(await this.prepareDisk(workDir, { diskMb: null, volumes: [] }, true)),
     };
     try {
       await channel.listen();
@@ -208,12 +255,19 @@ export class HostAgent {
   async createSandbox(req: CreateOnHost): Promise<void> {
     // A snapshot restores with the root and guest agent it was captured with.
     const source = req.from
-      ? { image: req.from.imageDir, rootfs: req.from.spec.rootfs, guestDir: req.from.spec.guestDir }
+      ? {
+          image: req.from.imageDir,
+          rootfs: req.from.spec.rootfs,
+          guestDir: req.from.spec.guestDir,
+          hasDisk: req.from.spec.filestoreDir !== undefined,
+        }
       : await this.templates.get(req.template).then(async (t) => ({
           image: t.snapshot,
           rootfs: t.rootfs,
           guestDir: (await this.guestBundle()).dir,
+          hasDisk: true,
         }));
+    const storage: SandboxStorage = { diskMb: req.diskMb ?? null, volumes: req.volumes ?? [] };
     if (this.sandboxes.has(req.id))
       throw new WarrenError('INTERNAL', `sandbox ${req.id} already exists on this host`);
     this.reserve(req.id, req.memoryMb);
@@ -234,6 +288,19 @@ export class HostAgent {
       undo.push(async () => this.config.egress?.detach(req.id));
       await channel.listen();
       undo.push(() => channel.close());
+      if (storage.volumes.length > 0 && !source.hasDisk)
+        throw new WarrenError(
+          'SANDBOX_HAS_VOLUMES',
+          'this snapshot was taken before volumes existed and cannot have any attached',
+        );
+      if (storage.volumes.length > 0 && !this.driver.capabilities.diskLimit)
+        throw new WarrenError(
+          'INVALID_REQUEST',
+          `the ${this.driver.name} runtime cannot attach volumes`,
+        );
+      // Unmounted before the work directory is removed: never delete through a volume mount.
+      undo.push(() => releaseSandboxDisk(workDir));
+      const disk = await this.prepareDisk(workDir, storage, source.hasDisk);
       const spec: SandboxSpec = {
         id: req.id,
         rootfs: source.rootfs,
@@ -244,11 +311,20 @@ export class HostAgent {
         memoryMb: req.memoryMb,
         hostname: req.id.replace(/_/g, '-'),
         env: {},
+        ...disk,
       };
       await writeFile(join(workDir, SPEC_FILE), JSON.stringify(spec));
+      await writeFile(join(workDir, STORAGE_FILE), JSON.stringify(storage));
       undo.push(() => this.driver.destroy(req.id));
       await this.driver.restore(spec, source.image);
       await channel.waitReady(this.config.readyTimeoutMs);
+      if (storage.volumes.length > 0) {
+        await channel.json({
+          method: 'POST',
+          path: GUEST_PATHS.volumes,
+          json: { volumes: guestVolumes(storage.volumes) },
+        });
+      }
       this.sandboxes.set(req.id, {
         id: req.id,
         memoryMb: req.memoryMb,
@@ -340,13 +416,17 @@ export class HostAgent {
       throw err;
     }
     this.config.egress?.detach(id);
-    // The image is complete: stop what is left of the sandbox now, and let the
-    // runtime forget it in the background (wake waits for that, to reuse the id).
+    // The image is complete (the written files too): stop what is left of the
+    // sandbox now, and let the runtime forget it and its disk be released in the
+    // background; wake waits for that, to reuse the id (and retries the release).
     await sbx.channel.close();
     this.sandboxes.delete(id);
     this.reservedMb -= sbx.memoryMb;
     await this.driver.kill(id);
-    this.teardown(id, () => this.driver.destroy(id));
+    this.teardown(id, async () => {
+      await this.driver.destroy(id);
+      await releaseSandboxDisk(sbx.workDir);
+    });
   }
 
   /** Restores a hibernated sandbox from its image, admitted against the memory budget again. */
@@ -356,10 +436,17 @@ export class HostAgent {
     const workDir = join(this.config.sandboxesDir, id);
     const image = join(workDir, HIBERNATION_IMAGE);
     const spec = JSON.parse(await readFile(join(workDir, SPEC_FILE), 'utf8')) as SandboxSpec;
+    const storage = await readFile(join(workDir, STORAGE_FILE), 'utf8').then(
+      (t) => JSON.parse(t) as SandboxStorage,
+      () => ({ diskMb: null, volumes: [] }),
+    );
     this.reserve(id, spec.memoryMb);
     const undo = new Undo();
     undo.push(async () => (this.reservedMb -= spec.memoryMb));
     try {
+      await releaseSandboxDisk(workDir); // whatever a failed hibernate left mounted
+      undo.push(() => releaseSandboxDisk(workDir));
+      await this.prepareDisk(workDir, storage, spec.filestoreDir !== undefined);
       const channel = new GuestChannel(join(spec.channelDir, 'agent.sock'), (): GuestHello => ({
         sandbox_id: id,
         env,
@@ -467,9 +554,12 @@ export class HostAgent {
       await sbx.channel.close();
     }
     await this.driver.kill(id);
+    const workDir = join(this.config.sandboxesDir, id);
     this.teardown(id, async () => {
       await this.driver.destroy(id);
-      await rm(join(this.config.sandboxesDir, id), { recursive: true, force: true });
+      // Throws if a mount cannot be removed: then the directory stays, and the volume's data too.
+      await releaseSandboxDisk(workDir);
+      await rm(workDir, { recursive: true, force: true });
     });
   }
 
@@ -525,7 +615,10 @@ export class HostAgent {
         await this.destroySandbox(sbx.id);
       }
     }
-    for (const orphan of running) await this.driver.destroy(orphan);
+    for (const orphan of running) {
+      await this.driver.destroy(orphan);
+      await releaseSandboxDisk(join(this.config.sandboxesDir, orphan)).catch(() => undefined);
+    }
     return lost;
   }
 

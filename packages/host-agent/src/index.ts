@@ -27,3 +27,5 @@ export {
   type SnapshotManifest,
   type S3StoreConfig,
 } from './snapshots';
+export type { HostVolume } from './storage/sandbox-disk';
+export { HostVolumes } from './storage/host-volumes';

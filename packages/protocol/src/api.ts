@@ -36,6 +36,28 @@ export type SandboxState = Static<typeof SandboxState>;
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) }, Strict);
 
+export const VolumeName = Type.String({
+  minLength: 1,
+  maxLength: 63,
+  pattern: '^[a-z0-9][a-z0-9_-]*$',
+  description: 'Lower-case letters, digits, `-` and `_`; starts with a letter or digit.',
+});
+
+export const VolumeAttachment = Type.Object(
+  {
+    name: VolumeName,
+    mount_path: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      description:
+        'Absolute path in the sandbox; not `/`, and not under /opt/warren, /run/warren, /proc, /sys or /dev.',
+    }),
+    read_only: Type.Boolean({ default: false }),
+  },
+  Strict,
+);
+export type VolumeAttachment = Static<typeof VolumeAttachment>;
+
 export const CreateSandboxRequest = Type.Object(
   {
     template: Type.String({ default: 'base', minLength: 1, maxLength: 64 }),
@@ -93,6 +115,21 @@ export const CreateSandboxRequest = Type.Object(
     ),
     network: Type.Optional(NetworkPolicy),
     secrets: Type.Optional(EgressSecrets),
+    disk_mb: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1024 * 1024,
+        description:
+          'Size limit of what the sandbox writes to its file system; within the template limits. Writing past it fails with ENOSPC.',
+      }),
+    ),
+    volumes: Type.Optional(
+      Type.Array(VolumeAttachment, {
+        maxItems: 64,
+        description:
+          'Volumes to attach. A writable attach is exclusive; read-only attaches can be shared.',
+      }),
+    ),
   },
   Strict,
 );
@@ -128,6 +165,8 @@ export const Sandbox = Type.Object({
   state: SandboxState,
   cpu: Type.Number(),
   memory_mb: Type.Integer(),
+  disk_mb: Type.Integer({ description: 'Size limit of what the sandbox writes to its files.' }),
+  volumes: Type.Array(VolumeAttachment),
   metadata: Labels,
   env_keys: Type.Array(Type.String(), {
     description: 'Names of the sandbox-wide env vars (values are never returned).',
@@ -249,6 +288,43 @@ export const PreviewToken = Type.Object({
 export type PreviewToken = Static<typeof PreviewToken>;
 
 export const DeleteResult = Type.Object({ id: Type.String(), deleted: Type.Boolean() });
+
+// ---- volumes ----
+
+export const CreateVolumeRequest = Type.Object(
+  {
+    name: VolumeName,
+    size_mb: Type.Integer({
+      minimum: 8,
+      maximum: 16 * 1024 * 1024,
+      description: 'Size limit in MiB (at least 8); at most the server quota.',
+    }),
+  },
+  Strict,
+);
+export type CreateVolumeRequest = Static<typeof CreateVolumeRequest>;
+
+export const Volume = Type.Object({
+  id: Type.String({ examples: ['vol_0123456789abcdef'] }),
+  org_id: Type.String(),
+  name: Type.String(),
+  size_mb: Type.Integer(),
+  used_bytes: Type.Integer({ description: 'Bytes in use on the volume file system.' }),
+  attachments: Type.Array(
+    Type.Object({
+      sandbox_id: Type.String(),
+      mount_path: Type.String(),
+      read_only: Type.Boolean(),
+    }),
+  ),
+  created_at: Type.String({ format: 'date-time' }),
+});
+export type Volume = Static<typeof Volume>;
+export const VolumeList = Type.Object({ items: Type.Array(Volume) });
+export const VolumeParams = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 64 }) },
+  Strict,
+);
 
 // ---- exec and processes ----
 
@@ -440,6 +516,8 @@ export const Template = Type.Object({
   default_memory_mb: Type.Integer(),
   max_cpu: Type.Number(),
   max_memory_mb: Type.Integer(),
+  default_disk_mb: Type.Integer(),
+  max_disk_mb: Type.Integer(),
   rootfs_bytes: Type.Integer(),
   snapshot_bytes: Type.Integer(),
   built_at: Type.String({ format: 'date-time' }),

@@ -13,6 +13,12 @@ import type { ExecEvent, FileInfo, ProcessInfo } from './api';
 
 /** Where the guest agent and its private Node.js runtime are mounted, read-only. */
 export const GUEST_AGENT_DIR = '/opt/warren';
+/**
+ * Where a sandbox's volumes appear, one directory per volume name. It is a
+ * mount in every template snapshot (a restore cannot add mounts), backed by a
+ * per-sandbox host directory that holds bind mounts of the attached volumes.
+ */
+export const GUEST_VOLUMES_DIR = '/run/warren/volumes';
 /** Directory in the guest that holds the host's channel socket. */
 export const GUEST_CHANNEL_DIR = '/run/warren';
 export const GUEST_CHANNEL_SOCKET = 'agent.sock';
@@ -50,6 +56,8 @@ export const GUEST_PATHS = {
   filesRename: '/files/rename',
   /** Preview: the guest connects to a TCP port on its loopback and pipes it over a data connection. */
   portConnect: '/ports/connect',
+  /** Links each attached volume at its mount path (symlinks into GUEST_VOLUMES_DIR). */
+  volumes: '/volumes',
 } as const;
 
 /** Sent by the host after every (re)connection: who the sandbox is now. */
@@ -74,6 +82,13 @@ export interface GuestEgress {
 
 export const EGRESS_HTTP_PORT = 3128;
 export const EGRESS_SOCKS_PORT = 1080;
+
+/** One attached volume, as the guest links it. */
+export interface GuestVolume {
+  name: string;
+  mount_path: string;
+  read_only: boolean;
+}
 
 export interface GuestHealth {
   ok: true;

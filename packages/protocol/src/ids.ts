@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 export const ID_PREFIX = {
   sandbox: 'sbx',
   snapshot: 'snap',
+  volume: 'vol',
   template: 'tpl',
   organisation: 'org',
   token: 'tok',

@@ -20,6 +20,7 @@ export { Network } from './network';
 export type { EgressLogOptions } from './network';
 export type { WriteData, WriteOptions } from './files';
 export { listTemplates, getTemplate } from './templates';
+export { Volumes } from './volumes';
 export { getHealth } from './health';
 export { HttpClient } from './client';
 export type { RequestOptions } from './client';
@@ -49,4 +50,6 @@ export type {
   NetworkView,
   EgressSecret,
   EgressEvent,
+  Volume,
+  VolumeAttachment,
 } from '@warren/protocol';

@@ -40,6 +40,10 @@ export interface SandboxCreateOptions extends ConnectionOptions {
   network?: NetworkPolicy;
   /** Headers the host-side proxy adds to requests to a host; they never enter the sandbox. */
   secrets?: EgressSecret[];
+  /** Size limit of what the sandbox writes to its files, in MiB. */
+  diskMb?: number;
+  /** Volumes to attach; a writable one is exclusive to this sandbox. */
+  volumes?: Array<{ name: string; mount_path: string; read_only?: boolean }>;
 }
 
 export interface ForkOptions {
@@ -112,6 +116,8 @@ export class Sandbox {
       preview_auth: o.previewAuth,
       network: o.network,
       secrets: o.secrets,
+      disk_mb: o.diskMb,
+      volumes: o.volumes?.map((v) => ({ read_only: false, ...v })),
     };
     return new Sandbox(http, await http.json<SandboxInfo>('POST', '/v1/sandboxes', { json: req }));
   }

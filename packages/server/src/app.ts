@@ -23,6 +23,7 @@ import { previewRoutes } from './routes/preview';
 import { PreviewProxy } from './preview/proxy';
 import { previewServerFactory } from './preview/server';
 import { networkRoutes } from './routes/network';
+import { volumeRoutes } from './routes/volumes';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -171,6 +172,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   await app.register(auditRoutes(ctx));
   await app.register(previewRoutes(ctx));
   await app.register(networkRoutes(ctx));
+  await app.register(volumeRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

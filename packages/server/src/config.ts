@@ -51,6 +51,10 @@ export interface Config {
   egressBlock: string;
   /** Comma-separated CIDRs the built-in blocks are lifted from (a mirror on the host). */
   egressUnblock: string;
+  /** Largest volume, in MiB. */
+  volumeMaxMb: number;
+  /** Most volumes one sandbox may attach. */
+  volumesPerSandbox: number;
 }
 
 function networkPolicy(value: string | undefined): NetworkPolicy {
@@ -137,6 +141,8 @@ export function loadConfig(
     egressCaFiles: (env.WARREN_EGRESS_CA_FILES ?? '').split(',').filter(Boolean),
     egressBlock: env.WARREN_EGRESS_BLOCK ?? '',
     egressUnblock: env.WARREN_EGRESS_UNBLOCK ?? '',
+    volumeMaxMb: int(env.WARREN_VOLUME_MAX_MB, 10240),
+    volumesPerSandbox: int(env.WARREN_VOLUMES_PER_SANDBOX, 4),
     ...overrides,
   };
   return config;

@@ -21,6 +21,7 @@ import { ensureAdminToken } from './auth';
 import { loadConfig, type Config } from './config';
 import type { AppContext } from './context';
 import { SandboxService } from './sandbox-service';
+import { VolumeService } from './volume-service';
 import { openSqliteStore } from './store/open';
 import { Sweeper } from './sweeper';
 
@@ -105,12 +106,16 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
       debianMirror: config.debianMirror,
       readyTimeoutMs: config.readyTimeoutMs,
       egress,
+      volumesDir: join(config.home, 'volumes'),
     },
     driver,
   );
   for (const name of config.templates) await host.ensureTemplate(name, progress);
 
-  const sandboxes = new SandboxService(store, host, config);
+  mkdirSync(host.volumes.root, { recursive: true, mode: 0o700 });
+  const volumes = new VolumeService(store, host, config);
+  await volumes.mountAll(progress);
+  const sandboxes = new SandboxService(store, host, config, volumes);
   await sandboxes.reconcile();
 
   const context: AppContext = {
@@ -118,6 +123,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     store,
     host,
     sandboxes,
+    volumes,
     runtimeVersion,
     version: VERSION,
     startedAt: Date.now(),
@@ -156,6 +162,8 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
           await sandboxes.destroy(row.org_id, row.id, 'platform shut down').catch(() => undefined);
       }
       await host.close({ destroy: config.destroyOnClose });
+      // Volume data stays on disk; the next start mounts it again.
+      if (config.destroyOnClose) await host.volumes.unmountAll();
       await store.close();
     },
   };

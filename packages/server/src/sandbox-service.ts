@@ -13,12 +13,14 @@ import {
   type Sandbox,
   type SandboxState,
   type Snapshot,
+  type VolumeAttachment,
 } from '@warren/protocol';
 import type { GuestChannel, HostAgent, SandboxNetwork, SandboxSpec } from '@warren/host-agent';
 import type { Config } from './config';
 import { newPreviewToken, previewUrl } from './preview/token';
 import { hashToken } from './auth';
 import type { SandboxRow, SnapshotRow, Store } from './store/store';
+import type { VolumeService } from './volume-service';
 
 export function toApi(row: SandboxRow, previewTemplate?: string): Sandbox {
   return {
@@ -28,6 +30,8 @@ export function toApi(row: SandboxRow, previewTemplate?: string): Sandbox {
     state: row.state as SandboxState,
     cpu: row.cpu,
     memory_mb: row.memory_mb,
+    disk_mb: row.disk_mb ?? 0,
+    volumes: JSON.parse(row.volumes) as VolumeAttachment[],
     metadata: JSON.parse(row.metadata) as Record<string, string>,
     env_keys: Object.keys(JSON.parse(row.env) as Record<string, string>),
     ttl_seconds: row.ttl_seconds,
@@ -50,7 +54,7 @@ export function toApi(row: SandboxRow, previewTemplate?: string): Sandbox {
 
 /** The API view of a snapshot: its host and the parent's env stay internal. */
 export function snapshotToApi(row: SnapshotRow): Snapshot {
-  const { host_id, env, lineage, network, ...api } = row;
+  const { host_id, env, lineage, network, disk_mb, ...api } = row;
   return api;
 }
 
@@ -58,6 +62,8 @@ interface LaunchOptions {
   template: string;
   cpu?: number;
   memoryMb?: number;
+  diskMb?: number;
+  volumes?: VolumeAttachment[];
   env: Record<string, string>;
   metadata?: Record<string, string>;
   ttlSeconds?: number;
@@ -92,6 +98,7 @@ export class SandboxService {
     private readonly store: Store,
     private readonly host: HostAgent,
     private readonly config: Config,
+    private readonly volumes: VolumeService,
   ) {}
 
   async create(orgId: string, req: CreateSandboxRequest): Promise<Sandbox> {
@@ -105,6 +112,9 @@ export class SandboxService {
           template: snap.template,
           cpu: req.cpu ?? snap.cpu,
           memoryMb: req.memory_mb ?? snap.memory_mb,
+          // The captured files must fit: by default the disk of the sandbox it was taken from.
+          diskMb: req.disk_mb ?? snap.disk_mb ?? undefined,
+          volumes: req.volumes,
           env: { ...(JSON.parse(snap.env) as Record<string, string>), ...req.env },
           metadata: req.metadata,
           ttlSeconds: req.ttl_seconds,
@@ -127,6 +137,8 @@ export class SandboxService {
       template: req.template,
       cpu: req.cpu,
       memoryMb: req.memory_mb,
+      diskMb: req.disk_mb,
+      volumes: req.volumes,
       env: req.env ?? {},
       metadata: req.metadata,
       ttlSeconds: req.ttl_seconds,
@@ -150,6 +162,16 @@ export class SandboxService {
         { max_cpu: template.max_cpu, max_memory_mb: template.max_memory_mb },
       );
     }
+    const diskMb = o.diskMb ?? template.default_disk_mb;
+    if (diskMb > template.max_disk_mb || diskMb < 64) {
+      throw new WarrenError(
+        'RESOURCES_OUT_OF_RANGE',
+        `template ${template.name} allows disk_mb from 64 to ${template.max_disk_mb}`,
+        { max_disk_mb: template.max_disk_mb },
+      );
+    }
+    const volumes = o.volumes ?? [];
+    this.volumes.validate(volumes);
     const now = new Date();
     const ttl = o.ttlSeconds ?? this.config.defaultTtlSeconds;
     const previewAuth = o.preview?.auth === true;
@@ -179,6 +201,8 @@ export class SandboxService {
       preview_auth: previewAuth ? 1 : 0,
       preview_token_hash: previewToken ? hashToken(previewToken) : (o.preview?.tokenHash ?? null),
       network: JSON.stringify(o.network),
+      disk_mb: diskMb,
+      volumes: JSON.stringify(volumes),
     };
     await this.store.insertSandbox(row, 'create');
     try {
@@ -187,6 +211,8 @@ export class SandboxService {
         template: template.name,
         cpu,
         memoryMb,
+        diskMb,
+        volumes: await this.volumes.attach(orgId, row.id, volumes),
         env: o.env,
         from: o.from,
         network: o.network,
@@ -195,6 +221,7 @@ export class SandboxService {
     } catch (err) {
       if (o.reset) await this.host.destroySandbox(row.id);
       // Nothing half-created survives: the host agent has already undone its part.
+      await this.volumes.detach(row.id);
       await this.store.deleteSandboxRow(row.id);
       throw err;
     }
@@ -230,7 +257,24 @@ export class SandboxService {
   }
 
   /** Captures memory, processes and files of a running sandbox; it goes on running. */
+  /**
+   * A capture of a sandbox with volumes is refused: its files there are not in
+   * the image, and a fork must not share a writable volume.
+   */
+  private async refuseVolumes(orgId: string, id: string, what: string): Promise<void> {
+    const names = (JSON.parse((await this.row(orgId, id)).volumes) as VolumeAttachment[]).map(
+      (v) => v.name,
+    );
+    if (names.length > 0)
+      throw new WarrenError(
+        'SANDBOX_HAS_VOLUMES',
+        `cannot ${what} sandbox ${id}: it has volumes attached (${names.join(', ')})`,
+        { volumes: names },
+      );
+  }
+
   async snapshot(orgId: string, id: string): Promise<Snapshot> {
+    await this.refuseVolumes(orgId, id, 'snapshot');
     await this.use(orgId, id); // wakes a paused or hibernated sandbox first
     const row = await this.row(orgId, id);
     const snapId = newId('snapshot');
@@ -253,6 +297,7 @@ export class SandboxService {
           parent_pause_ms: Math.round(pausedMs),
           created_at: new Date().toISOString(),
           network: row.network,
+          disk_mb: row.disk_mb,
         };
         try {
           await this.store.insertSnapshot(snap);
@@ -280,6 +325,7 @@ export class SandboxService {
    * keeps running; it is held only for the capture. All or nothing.
    */
   async forkTree(orgId: string, id: string, req: ForkTreeRequest) {
+    await this.refuseVolumes(orgId, id, 'fork');
     await this.use(orgId, id);
     const parent = await this.row(orgId, id);
     const { memory_budget_mb, memory_reserved_mb } = this.host.capacity();
@@ -334,6 +380,8 @@ export class SandboxService {
       idleTimeoutSeconds: parent.idle_timeout_seconds,
       preview: { auth: parent.preview_auth === 1, tokenHash: parent.preview_token_hash },
       network: parseNetwork(parent.network),
+      // The parent's files must fit.
+      diskMb: parent.disk_mb ?? undefined,
     };
   }
 
@@ -345,6 +393,7 @@ export class SandboxService {
    * and holds none of their memory.
    */
   async fork(orgId: string, id: string, req: ForkRequest): Promise<Sandbox> {
+    await this.refuseVolumes(orgId, id, 'fork');
     await this.use(orgId, id);
     const parent = await this.row(orgId, id);
     const dir = this.scratchDir('fork');
@@ -556,6 +605,7 @@ export class SandboxService {
   private async stop(row: SandboxRow, reason: string): Promise<void> {
     await this.store.setState(row.id, 'stopping', reason);
     await this.host.destroySandbox(row.id);
+    await this.volumes.detach(row.id);
     await this.store.setState(row.id, 'stopped', reason, {
       stopped_at: new Date().toISOString(),
       stop_reason: reason,
@@ -659,6 +709,7 @@ export class SandboxService {
       if (live(row) && !lost.has(row.id)) continue;
       const reason = live(row) ? 'lost' : `interrupted while ${row.state}`;
       await this.host.destroySandbox(row.id);
+      await this.volumes.detach(row.id);
       await this.store.setState(row.id, 'stopped', reason, {
         stopped_at: new Date().toISOString(),
         stop_reason: reason,

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { InvalidArgumentError } from 'commander';
-import { collectKeyValue, parseCpTarget, parseKeyValue, parsePositiveInt } from '../../src/args';
+import {
+  collectKeyValue,
+  collectVolume,
+  parseCpTarget,
+  parseKeyValue,
+  parsePositiveInt,
+} from '../../src/args';
 import { relativeTime, table } from '../../src/format';
 
 test('K=V splits at the first "="; values may be empty or contain "="', () => {
@@ -49,4 +55,16 @@ test('relative times and tables', () => {
     table(['ID', 'STATE'], [['sbx_long', 'running']]),
     'ID        STATE\nsbx_long  running\n',
   );
+});
+
+test('--volume NAME:/PATH[:ro] options collect into attachments', () => {
+  let acc = collectVolume('data:/data');
+  acc = collectVolume('models:/opt/models:ro', acc);
+  assert.deepEqual(acc, [
+    { name: 'data', mount_path: '/data', read_only: false },
+    { name: 'models', mount_path: '/opt/models', read_only: true },
+  ]);
+  assert.throws(() => collectVolume('data'), InvalidArgumentError);
+  assert.throws(() => collectVolume('data:relative'), InvalidArgumentError);
+  assert.throws(() => collectVolume('data:/x:rx'), InvalidArgumentError);
 });

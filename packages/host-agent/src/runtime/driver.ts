@@ -15,6 +15,13 @@ export interface SandboxSpec {
   channelDir: string;
   /** Per-sandbox working directory of the driver (bundle, logs). */
   workDir: string;
+  /**
+   * Host directory for the file that holds what the sandbox writes to its
+   * root (see capabilities.diskLimit); without it, writes are kept in memory.
+   */
+  filestoreDir?: string;
+  /** Host directory mounted at GUEST_VOLUMES_DIR, with the attached volumes in it. */
+  volumesDir?: string;
   cpu: number;
   memoryMb: number;
   hostname: string;
@@ -29,6 +36,8 @@ export interface DriverCapabilities {
   pause: boolean;
   /** How sandboxes reach the network: not at all, or through a per-sandbox netstack. */
   network: 'none' | 'netstack';
+  /** Keeps written files in spec.filestoreDir, so a size-limited file system there caps them. */
+  diskLimit: boolean;
 }
 
 export interface RuntimeDriver {

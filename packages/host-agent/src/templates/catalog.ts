@@ -21,7 +21,14 @@ export interface TemplateRecipe {
   defaultMemoryMb: number;
   maxCpu: number;
   maxMemoryMb: number;
+  /** Size limit of what a sandbox writes to its files: default and maximum. */
+  defaultDiskMb?: number;
+  maxDiskMb?: number;
 }
+
+/** Disk sizing of templates that do not set their own. */
+export const DEFAULT_DISK_MB = 2048;
+export const MAX_DISK_MB = 20480;
 
 /** The official templates this release knows how to build. */
 export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
@@ -33,6 +40,8 @@ export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
     defaultMemoryMb: 512,
     maxCpu: 2,
     maxMemoryMb: 4096,
+    defaultDiskMb: DEFAULT_DISK_MB,
+    maxDiskMb: MAX_DISK_MB,
   },
 };
 
@@ -78,9 +87,13 @@ export class TemplateCatalog {
 
   async read(name: string): Promise<TemplateRecord | null> {
     try {
-      return JSON.parse(
-        await readFile(join(this.dir(name), 'template.json'), 'utf8'),
-      ) as TemplateRecord;
+      return {
+        default_disk_mb: DEFAULT_DISK_MB,
+        max_disk_mb: MAX_DISK_MB,
+        ...(JSON.parse(
+          await readFile(join(this.dir(name), 'template.json'), 'utf8'),
+        ) as Partial<TemplateRecord>),
+      } as TemplateRecord;
     } catch {
       return null;
     }
@@ -131,6 +144,8 @@ export class TemplateCatalog {
       default_memory_mb: recipe.defaultMemoryMb,
       max_cpu: recipe.maxCpu,
       max_memory_mb: recipe.maxMemoryMb,
+      default_disk_mb: recipe.defaultDiskMb ?? DEFAULT_DISK_MB,
+      max_disk_mb: recipe.maxDiskMb ?? MAX_DISK_MB,
       rootfs_bytes: await duBytes(join(dir, 'rootfs')),
       snapshot_bytes: await duBytes(snapshot),
       built_at: new Date().toISOString(),

@@ -159,4 +159,38 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0006_volumes': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('volumes')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organisations.id'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('host_id', 'text', (c) => c.notNull())
+        .addColumn('size_mb', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addUniqueConstraint('volumes_org_name', ['org_id', 'name'])
+        .execute();
+      await db.schema
+        .createTable('volume_attachments')
+        .addColumn('volume_id', 'text', (c) => c.notNull())
+        .addColumn('sandbox_id', 'text', (c) => c.notNull())
+        .addColumn('mount_path', 'text', (c) => c.notNull())
+        .addColumn('read_only', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('volume_attachments_pk', ['volume_id', 'sandbox_id'])
+        .execute();
+      await db.schema
+        .createIndex('volume_attachments_sandbox')
+        .on('volume_attachments')
+        .column('sandbox_id')
+        .execute();
+      await db.schema.alterTable('sandboxes').addColumn('disk_mb', 'integer').execute();
+      await db.schema.alterTable('snapshots').addColumn('disk_mb', 'integer').execute();
+      await db.schema
+        .alterTable('sandboxes')
+        .addColumn('volumes', 'text', (c) => c.notNull().defaultTo('[]'))
+        .execute();
+    },
+  },
 };

@@ -49,6 +49,29 @@ export interface SandboxTable {
   preview_token_hash: string | null;
   /** JSON {policy, secrets}: the egress policy and bound secrets (see network.ts). */
   network: string | null;
+  /** Null for sandboxes from before disk limits. */
+  disk_mb: number | null;
+  /** JSON array of the attachments ({ name, mount_path, read_only }). */
+  volumes: string;
+}
+
+export interface VolumeTable {
+  id: string;
+  org_id: string;
+  name: string;
+  host_id: string;
+  size_mb: number;
+  created_at: string;
+}
+
+/** Who holds a volume now; rows go when their sandbox stops. */
+export interface VolumeAttachmentTable {
+  volume_id: string;
+  sandbox_id: string;
+  mount_path: string;
+  /** 1 or 0. */
+  read_only: number;
+  created_at: string;
 }
 
 export interface SnapshotTable {
@@ -65,6 +88,8 @@ export interface SnapshotTable {
   created_at: string;
   /** JSON array: the captured sandbox's ancestors (not the sandbox itself). */
   lineage: string;
+  /** disk_mb of the captured sandbox: restores get at least as much, so its files fit. */
+  disk_mb: number | null;
   network: string | null;
 }
 
@@ -110,6 +135,8 @@ export interface Database {
   api_tokens: ApiTokenTable;
   sandboxes: SandboxTable;
   snapshots: SnapshotTable;
+  volumes: VolumeTable;
+  volume_attachments: VolumeAttachmentTable;
   sandbox_events: SandboxEventTable;
   audit_events: AuditEventTable;
   egress_events: EgressEventTable;

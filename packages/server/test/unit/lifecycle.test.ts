@@ -415,6 +415,8 @@ describe('store: list pagination and metadata filter', () => {
     fork_kind: '',
     preview_auth: 0,
     preview_token_hash: null,
+    disk_mb: 1024,
+    volumes: '[]',
     ...over,
   });
 

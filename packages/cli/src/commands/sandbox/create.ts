@@ -1,7 +1,13 @@
 /** `warren sandbox create`: prints the new sandbox id (or its JSON with --json). */
 import { Sandbox } from '@warren/sdk';
 import type { Command } from 'commander';
-import { collectKeyValue, nonEmpty, parsePositiveInt, parsePositiveNumber } from '../../args';
+import {
+  collectKeyValue,
+  collectVolume,
+  nonEmpty,
+  parsePositiveInt,
+  parsePositiveNumber,
+} from '../../args';
 import { connection } from '../../connection';
 import type { Io } from '../../io';
 
@@ -10,6 +16,8 @@ interface Options {
   ttl?: number;
   memory?: number;
   cpu?: number;
+  disk?: number;
+  volume?: Array<{ name: string; mount_path: string; read_only: boolean }>;
   env?: Record<string, string>;
   meta?: Record<string, string>;
   json?: boolean;
@@ -23,6 +31,12 @@ export function register(sandbox: Command, io: Io): void {
     .option('--ttl <seconds>', 'destroy after this long without API activity', parsePositiveInt)
     .option('--memory <mb>', 'memory limit in MB', parsePositiveInt)
     .option('--cpu <n>', 'vCPUs', parsePositiveNumber)
+    .option('--disk <mb>', 'size limit of written files in MB', parsePositiveInt)
+    .option(
+      '-v, --volume <NAME:PATH[:ro]>',
+      'attach a volume at PATH, read-only with :ro (repeatable)',
+      collectVolume,
+    )
     .option(
       '-e, --env <KEY=VALUE>',
       'environment variable for every command (repeatable)',
@@ -37,6 +51,8 @@ export function register(sandbox: Command, io: Io): void {
         ttlSeconds: opts.ttl,
         memoryMb: opts.memory,
         cpu: opts.cpu,
+        diskMb: opts.disk,
+        volumes: opts.volume,
         env: nonEmpty(opts.env),
         metadata: nonEmpty(opts.meta),
       });

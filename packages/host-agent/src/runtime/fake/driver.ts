@@ -16,7 +16,12 @@ type Operation = 'boot' | 'restore' | 'checkpoint' | 'destroy';
 
 export class FakeDriver implements RuntimeDriver {
   readonly name = 'fake';
-  readonly capabilities: DriverCapabilities = { checkpoint: true, pause: true, network: 'none' };
+  readonly capabilities: DriverCapabilities = {
+    checkpoint: true,
+    pause: true,
+    network: 'none',
+    diskLimit: false,
+  };
   readonly calls: Array<{ op: string; id: string }> = [];
   private readonly running = new Map<string, ChildProcess>();
   private readonly failures = new Map<Operation, string>();

@@ -6,10 +6,27 @@ import { runsc, type RunscOptions } from './runsc';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
 
+/**
+ * The root overlay's medium. With a filestore directory, gVisor keeps the
+ * sandbox's written files in one file there (created and unlinked at start)
+ * instead of in sentry memory; on a size-limited file system, a write past
+ * the limit fails in the sandbox with ENOSPC. A checkpoint holds that file's
+ * contents, so a restore may use another directory. Images of both kinds do
+ * not mix: a restore must use the medium its image was taken with.
+ */
+function overlay(spec: SandboxSpec): string {
+  return spec.filestoreDir ? `dir=${spec.filestoreDir}` : 'memory';
+}
+
 /** gVisor (runsc) driver: sandboxes without a network device, root overlay in sandbox memory. */
 export class GvisorDriver implements RuntimeDriver {
   readonly name = 'gvisor';
-  readonly capabilities: DriverCapabilities = { checkpoint: true, pause: true, network: 'none' };
+  readonly capabilities: DriverCapabilities = {
+    checkpoint: true,
+    pause: true,
+    network: 'none',
+    diskLimit: true,
+  };
 
   constructor(private readonly opts: RunscOptions) {}
 
@@ -27,7 +44,7 @@ export class GvisorDriver implements RuntimeDriver {
 
   async boot(spec: SandboxSpec): Promise<void> {
     const { bundle, log } = await this.writeBundle(spec);
-    await runsc(this.opts, ['run', '-detach', '--bundle', bundle, spec.id], log);
+    await runsc(this.opts, ['run', '-detach', '--bundle', bundle, spec.id], log, overlay(spec));
   }
 
   async restore(spec: SandboxSpec, imageDir: string): Promise<void> {
@@ -36,6 +53,7 @@ export class GvisorDriver implements RuntimeDriver {
       this.opts,
       ['restore', '-detach', '--image-path', imageDir, '--bundle', bundle, spec.id],
       log,
+      overlay(spec),
     );
   }
 

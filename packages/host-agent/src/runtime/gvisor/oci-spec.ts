@@ -1,4 +1,4 @@
-import { GUEST_AGENT_DIR, GUEST_CHANNEL_DIR } from '@warren/protocol/guest';
+import { GUEST_AGENT_DIR, GUEST_CHANNEL_DIR, GUEST_VOLUMES_DIR } from '@warren/protocol/guest';
 import type { SandboxSpec } from '../driver';
 
 const CPU_PERIOD_US = 100_000;
@@ -64,7 +64,7 @@ export function ociSpec(spec: SandboxSpec): object {
         ambient: [],
       },
     },
-    // Writable from inside, but only into the in-memory overlay (--overlay2=root:memory):
+    // Writable from inside, but only into the private overlay (--overlay2=root:...):
     // the shared template directory on the host is never modified.
     root: { path: spec.rootfs, readonly: false },
     hostname: spec.hostname,
@@ -106,6 +106,18 @@ export function ociSpec(spec: SandboxSpec): object {
         source: spec.channelDir,
         options: ['rbind', 'rw'],
       },
+      // Below the channel mount, so runsc makes its mount point in the sandbox's own
+      // channel directory and never in the shared template root.
+      ...(spec.volumesDir
+        ? [
+            {
+              destination: GUEST_VOLUMES_DIR,
+              type: 'bind',
+              source: spec.volumesDir,
+              options: ['rbind', 'rw'],
+            },
+          ]
+        : []),
     ],
     linux: {
       namespaces: [

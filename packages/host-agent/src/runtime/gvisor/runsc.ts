@@ -14,13 +14,24 @@ export interface RunscOptions {
  * `logFile` receives the container's stdio for commands that start one: an
  * inherited pipe would keep us waiting for a detached sandbox.
  */
-export async function runsc(opts: RunscOptions, args: string[], logFile?: string): Promise<string> {
+export async function runsc(
+  opts: RunscOptions,
+  args: string[],
+  logFile?: string,
+  /**
+   * Where the root overlay keeps written files: `memory`, or `dir=<path>` (a
+   * file in that host directory, see driver.ts). A checkpoint must be told the
+   * sandbox has a file-backed overlay, or it saves the files empty; any
+   * directory will do for that, and it works for memory-backed sandboxes too.
+   */
+  overlay = `dir=${opts.stateDir}`,
+): Promise<string> {
   const global = [
     '--root',
     opts.stateDir,
     '--network=none',
     '--host-uds=open',
-    '--overlay2=root:memory',
+    `--overlay2=root:${overlay}`,
     // Sandboxes run without a network device; their file system cache is private.
     '--file-access=exclusive',
   ];

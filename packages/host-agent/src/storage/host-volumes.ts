@@ -1,0 +1,65 @@
+/**
+ * Volumes on this host: each one a size-limited ext4 image, loop-mounted.
+ *
+ *   <volumes>/<id>/volume.img   the sparse image; its size is the volume's limit
+ *   <volumes>/<id>/mnt/         where it is mounted
+ *   <volumes>/<id>/mnt/data/    what sandboxes see (hides lost+found)
+ *
+ * Mounts outlive a restart of Warren, like sandboxes do; at start every
+ * volume that is not mounted (after a reboot) is mounted again.
+ */
+import { mkdir, rm, statfs } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isMounted, makeExt4Image, mountImage, unmountTree } from './mounts';
+
+export class HostVolumes {
+  constructor(readonly root: string) {}
+
+  private dir(id: string): string {
+    return join(this.root, id);
+  }
+
+  /** The directory bind-mounted into sandboxes. */
+  data(id: string): string {
+    return join(this.dir(id), 'mnt', 'data');
+  }
+
+  /** Makes and mounts a new volume; on failure nothing of it is left. */
+  async create(id: string, sizeMb: number): Promise<void> {
+    const dir = this.dir(id);
+    await mkdir(join(dir, 'mnt'), { recursive: true });
+    try {
+      await makeExt4Image(join(dir, 'volume.img'), sizeMb);
+      await mountImage(join(dir, 'volume.img'), join(dir, 'mnt'));
+      await mkdir(this.data(id), { mode: 0o755 });
+    } catch (err) {
+      await this.remove(id);
+      throw err;
+    }
+  }
+
+  async ensureMounted(id: string): Promise<void> {
+    const mnt = join(this.dir(id), 'mnt');
+    if (!(await isMounted(mnt))) await mountImage(join(this.dir(id), 'volume.img'), mnt);
+  }
+
+  async usedBytes(id: string): Promise<number> {
+    try {
+      const s = await statfs(join(this.dir(id), 'mnt'));
+      return (s.blocks - s.bfree) * s.bsize;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Unmounts and deletes a volume and its data; safe to repeat. */
+  async remove(id: string): Promise<void> {
+    await unmountTree(this.dir(id));
+    await rm(this.dir(id), { recursive: true, force: true });
+  }
+
+  /** Unmounts every volume; the images and their data stay (tests, `destroyOnClose`). */
+  async unmountAll(): Promise<void> {
+    await unmountTree(this.root);
+  }
+}
