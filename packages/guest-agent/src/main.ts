@@ -39,7 +39,7 @@ const state: GuestState = {
   env: {},
   connections: 0,
   startedAt: Date.now(),
-  processes: new ProcessTable(() => ({ ...baseEnv, ...state.env })),
+  processes: new ProcessTable(() => ({ ...baseEnv, ...state.defaults?.env, ...state.env })),
   prepareCheckpoint: () => {
     attempts = 0;
     session?.destroy();

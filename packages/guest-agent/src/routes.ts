@@ -18,6 +18,8 @@ import { sendError, sendJson, toWarrenError } from './respond';
 export interface GuestState {
   sandboxId: string | null;
   env: Record<string, string>;
+  /** The template's env and workdir: set by the hello of the bake, kept in the snapshot. */
+  defaults?: { env: Record<string, string>; cwd?: string };
   connections: number;
   readonly startedAt: number;
   readonly processes: ProcessTable;
@@ -62,6 +64,7 @@ export async function route(
     const hello = await readJson<GuestHello>(stream);
     state.sandboxId = hello.sandbox_id;
     state.env = hello.env ?? {};
+    if (hello.defaults) state.defaults = hello.defaults;
     return sendJson(stream, 200, { ok: true });
   }
   if (path === GUEST_PATHS.prepareCheckpoint && method === 'POST') {
@@ -74,6 +77,7 @@ export async function route(
     if (method === 'GET') return sendJson(stream, 200, { items: state.processes.list() });
     if (method === 'POST') {
       const spec = await readJson<GuestProcessStart>(stream);
+      spec.cwd ??= state.defaults?.cwd;
       const proc = await state.processes.start(spec);
       if (spec.background) {
         // Wait a tick so a spawn failure (command not found) is already recorded.

@@ -9,3 +9,4 @@ export {
 export type { RuntimeDriver, DriverCapabilities, SandboxSpec } from './runtime/driver';
 export { createDriver, type DriverName } from './runtime';
 export { BUILTIN_TEMPLATES, type TemplateRecord } from './templates/catalog';
+export type { TemplateBuildSpec, BuildProgress } from './templates/builder';

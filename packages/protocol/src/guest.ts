@@ -52,6 +52,12 @@ export const GUEST_PATHS = {
 export interface GuestHello {
   sandbox_id: string;
   env: Record<string, string>;
+  /**
+   * The template's environment and working directory, sent only by the hello of
+   * a template bake: the agent keeps them, so every copy restored from the
+   * snapshot has them, under each sandbox's own env.
+   */
+  defaults?: { env: Record<string, string>; cwd?: string };
 }
 
 export interface GuestHealth {

@@ -75,6 +75,8 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     },
     driver,
   );
+  for (const name of await host.templates.removeInterrupted())
+    progress(`removed template ${name}: its build was interrupted`);
   for (const name of config.templates) await host.ensureTemplate(name, progress);
 
   const sandboxes = new SandboxService(store, host, config);
