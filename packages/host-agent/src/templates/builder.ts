@@ -172,7 +172,8 @@ export class TemplateBuilder {
       }
       await prepareRoot(rootfs);
       // Processes start in the workdir, or /root; an image without /root starts them in /.
-      if (!meta.workdir && !(await lstat(join(rootfs, 'root')).catch(() => null))) meta.workdir = '/';
+      if (!meta.workdir && !(await lstat(join(rootfs, 'root')).catch(() => null)))
+        meta.workdir = '/';
       progress('baking snapshot');
       const guest = await this.host.guestBundle();
       const runtimeVersion = `${this.host.driver.name} ${await this.host.driver.version()}`;
