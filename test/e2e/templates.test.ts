@@ -12,7 +12,7 @@
  *   the image's libc is, and that the image's own musl programs run.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
@@ -27,6 +27,7 @@ import {
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
+  REPO,
   TEMPLATES_DIR,
   createSandbox,
   exec,
@@ -295,12 +296,31 @@ describe('templates from images', () => {
 });
 
 describe('templates from recipes', () => {
-  test('a failing step names the step and leaves nothing', async () => {
-    const r = await build({
-      name: 'broken',
-      base: 'base',
-      steps: [{ run: 'echo one' }, { run: 'echo oops >&2; exit 3' }, { run: 'echo never' }],
+  /** The CLI as a child process (the platform serves from this process). */
+  function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [join(REPO, 'packages/cli/bin/warren.js'), ...args], {
+        cwd: tmp,
+        env: {
+          ...process.env,
+          WARREN_API: p.url,
+          WARREN_API_KEY: p.adminToken,
+          WARREN_HOME: join(tmp, 'no-home'),
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.once('error', reject);
+      child.once('close', (code) => resolve({ code, stdout, stderr }));
     });
+  }
+
+  test('a failing step names the step and leaves nothing (API and CLI)', async () => {
+    const steps = [{ run: 'echo one' }, { run: 'echo oops >&2; exit 3' }, { run: 'echo never' }];
+    const r = await build({ name: 'broken', base: 'base', steps });
     assert.equal(r.status, 200);
     assert.equal(r.error?.code, 'TEMPLATE_BUILD_FAILED');
     assert.equal(r.error?.step, 2);
@@ -311,40 +331,56 @@ describe('templates from recipes', () => {
     assert.ok(r.logs.includes('oops'), r.logs.join('\n'));
     assert.ok(!r.logs.includes('never'));
     await assertNothingLeft('broken');
+
+    writeFileSync(
+      join(tmp, 'broken.json'),
+      JSON.stringify({ name: 'broken', base: 'base', steps }),
+    );
+    const c = await cli(['template', 'build', 'broken.json']);
+    assert.equal(c.code, 1);
+    assert.match(c.stderr, /\[step 2\] oops/);
+    assert.match(c.stderr, /error \[TEMPLATE_BUILD_FAILED\]: step 2 \(run: echo oops/);
+    await assertNothingLeft('broken');
   });
 
-  test('a 3-step recipe: run, copy, env and workdir; sandboxes start from it', async () => {
-    const r = await build({
-      name: 'py-app',
-      base: 'base',
-      steps: [
-        { run: 'mkdir -p /srv && echo built > /srv/built.txt' },
-        {
-          copy: {
-            dest: '/srv/app.py',
-            content: Buffer.from('import os\nprint(40 + 2, os.environ["APP_MODE"])\n').toString(
-              'base64',
-            ),
+  test('warren template build: run, copy, env, workdir, start and ready; sandboxes start from it', async () => {
+    mkdirSync(join(tmp, 'recipe'), { recursive: true });
+    writeFileSync(join(tmp, 'recipe/app.py'), 'import os\nprint(40 + 2, os.environ["APP_MODE"])\n');
+    writeFileSync(
+      join(tmp, 'recipe/py-app.json'),
+      JSON.stringify({
+        name: 'py-app',
+        base: 'base',
+        default_memory_mb: 256,
+        steps: [
+          { run: 'mkdir -p /srv && echo built > /srv/built.txt' },
+          { copy: { src: 'app.py', dest: '/srv/app.py' } },
+          { env: { APP_MODE: 'test' } },
+          { workdir: '/srv' },
+          {
+            start: [
+              'python3',
+              '-c',
+              'import time; open("/tmp/ready", "w").write("y"); time.sleep(1e6)',
+            ],
           },
-        },
-        { env: { APP_MODE: 'test' } },
-        { workdir: '/srv' },
-        {
-          start: [
-            'python3',
-            '-c',
-            'import time; open("/tmp/ready", "w").write("y"); time.sleep(1e6)',
-          ],
-        },
-        { ready: { cmd: ['test', '-f', '/tmp/ready'] } },
-      ],
-    });
-    assert.equal(r.error, undefined, JSON.stringify(r.error));
-    assert.equal(r.done?.name, 'py-app');
+          { ready: { cmd: ['test', '-f', '/tmp/ready'] } },
+        ],
+      }),
+    );
+    const c = await cli(['template', 'build', 'recipe/py-app.json']);
+    assert.equal(c.code, 0, c.stderr);
+    assert.equal(c.stdout, 'py-app\n');
+    assert.match(c.stderr, /\[step 2\]|step 2\/6: copy: \/srv\/app.py/);
     const t = await p.json('/v1/templates/py-app');
     assert.equal(t.source, 'recipe');
     assert.equal(t.base, 'base');
     assert.equal(t.workdir, '/srv');
+    assert.equal(t.default_memory_mb, 256);
+    const got = await cli(['template', 'get', 'py-app']);
+    assert.match(got.stdout, /source +recipe \(base base\)/);
+    assert.match(got.stdout, /env +APP_MODE=test/);
+
     const id = await createSandbox(p, { template: 'py-app' });
     const res = await exec(p, id, { cmd: 'python3', args: ['app.py'] });
     assert.equal(res.stdout, '42 test\n');
@@ -354,9 +390,14 @@ describe('templates from recipes', () => {
     );
     // Nothing of the capture is left in the template.
     assert.ok(!existsSync(join(templatesDir, 'py-app/rootfs/tmp/.warren-rootfs.tar')));
+    // A rebuild would replace the root the sandbox runs on, and so would a delete.
     const refused = await p.api('/v1/templates/py-app/rebuild', { method: 'POST' });
     assert.equal(refused.status, 409);
+    const rm = await cli(['template', 'rm', 'py-app']);
+    assert.equal(rm.code, 1);
+    assert.match(rm.stderr, /TEMPLATE_IN_USE/);
     await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
-    assert.equal((await p.api('/v1/templates/py-app', { method: 'DELETE' })).status, 204);
+    assert.equal((await cli(['template', 'rm', 'py-app'])).code, 0);
+    assert.ok(!existsSync(join(templatesDir, 'py-app')));
   });
 });

@@ -9,7 +9,11 @@ import { register as sandboxCreate } from './commands/sandbox/create';
 import { register as sandboxExec } from './commands/sandbox/exec';
 import { register as sandboxKill } from './commands/sandbox/kill';
 import { register as sandboxLs } from './commands/sandbox/ls';
+import { register as templateBuild } from './commands/template/build';
+import { register as templateGet } from './commands/template/get';
 import { register as templateLs } from './commands/template/ls';
+import { register as templateRebuild } from './commands/template/rebuild';
+import { register as templateRm } from './commands/template/rm';
 import { register as up } from './commands/platform/up';
 import { formatError, type Io } from './io';
 
@@ -36,8 +40,12 @@ export function createProgram(io: Io): Command {
   sandboxKill(sandbox, io);
   sandboxCp(sandbox);
 
-  const template = program.command('template').description('inspect templates');
+  const template = program.command('template').description('build and manage templates');
   templateLs(template, io);
+  templateGet(template, io);
+  templateBuild(template, io);
+  templateRebuild(template, io);
+  templateRm(template, io);
 
   up(program, io);
   return program;

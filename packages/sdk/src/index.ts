@@ -17,7 +17,15 @@ export { Processes } from './processes';
 export type { Signal } from './processes';
 export { Files } from './files';
 export type { WriteData, WriteOptions } from './files';
-export { listTemplates, getTemplate } from './templates';
+export {
+  listTemplates,
+  getTemplate,
+  buildTemplate,
+  uploadTemplateImage,
+  rebuildTemplate,
+  deleteTemplate,
+} from './templates';
+export type { BuildOptions } from './templates';
 export { getHealth } from './health';
 export { HttpClient } from './client';
 export type { RequestOptions } from './client';
@@ -41,5 +49,9 @@ export type {
   FileInfo,
   WriteResult,
   Template,
+  TemplateBuildRequest,
+  TemplateImageQuery,
+  RecipeStep,
+  ReadyProbe,
   Health,
 } from '@warren/protocol';
