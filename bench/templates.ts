@@ -62,7 +62,9 @@ export async function templateRows(
 ): Promise<{ rows: Row[]; createRow: Row }> {
   const tmp = mkdtempSync('/tmp/wbt-');
   const templatesDir = join(tmp, 'templates');
-  execFileSync('cp', ['-al', TEMPLATES_DIR, templatesDir]);
+  mkdirSync(templatesDir);
+  for (const t of ['base', '.guest'])
+    execFileSync('cp', ['-al', join(TEMPLATES_DIR, t), join(templatesDir, t)]);
   const p = await startTestPlatform({ templatesDir, templates: ['base'] });
   try {
     const base: Row = {

@@ -101,7 +101,9 @@ before(async () => {
   tmp = mkdtempSync('/tmp/wtpl-');
   templatesDir = join(tmp, 'templates');
   // The shared cache stays untouched: base (and the guest bundles) are copied as hard links.
-  execFileSync('cp', ['-al', TEMPLATES_DIR, templatesDir]);
+  mkdirSync(templatesDir);
+  for (const t of ['base', '.guest'])
+    execFileSync('cp', ['-al', join(TEMPLATES_DIR, t), join(templatesDir, t)]);
   p = await startTestPlatform({ templatesDir, templates: ['base'] });
 });
 
@@ -353,7 +355,9 @@ describe('templates from recipes', () => {
         base: 'base',
         default_memory_mb: 256,
         steps: [
-          { run: 'mkdir -p /srv && echo built > /srv/built.txt' },
+          {
+            run: 'mkdir -p /srv && echo built > /srv/built.txt && rm /etc/debian_version && mv /etc/issue.net /srv/issue.moved && echo more >> /etc/issue',
+          },
           { copy: { src: 'app.py', dest: '/srv/app.py' } },
           { env: { APP_MODE: 'test' } },
           { workdir: '/srv' },
@@ -388,8 +392,22 @@ describe('templates from recipes', () => {
       (await exec(p, id, { cmd: 'cat', args: ['built.txt', '/tmp/ready'] })).stdout,
       'built\ny',
     );
+    // Deletions, renames and appends to files of the base are in the template...
+    const check = await exec(p, id, {
+      cmd: 'sh',
+      args: [
+        '-c',
+        'test -e /etc/debian_version; echo $?; test -e /etc/issue.net; echo $?; cat /srv/issue.moved >/dev/null && tail -1 /etc/issue',
+      ],
+    });
+    assert.equal(check.stdout, '1\n1\nmore\n');
+    // ...and the base's root, which the new root shares files with, is untouched.
+    const baseRoot = join(templatesDir, 'base/rootfs');
+    assert.ok(existsSync(join(baseRoot, 'etc/debian_version')));
+    assert.ok(existsSync(join(baseRoot, 'etc/issue.net')));
+    assert.doesNotMatch(readFileSync(join(baseRoot, 'etc/issue'), 'utf8'), /more/);
     // Nothing of the capture is left in the template.
-    assert.ok(!existsSync(join(templatesDir, 'py-app/rootfs/tmp/.warren-rootfs.tar')));
+    assert.deepEqual(readdirSync(join(templatesDir, 'py-app/rootfs/tmp')), []);
     // A rebuild would replace the root the sandbox runs on, and so would a delete.
     const refused = await p.api('/v1/templates/py-app/rebuild', { method: 'POST' });
     assert.equal(refused.status, 409);

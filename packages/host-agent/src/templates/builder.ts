@@ -26,9 +26,9 @@ import {
 } from '@warren/protocol';
 import type { HostAgent } from '../host-agent';
 import { checkTemplateName, type TemplateMeta, type TemplateRecord } from './catalog';
-import { applyLayer } from './layer-extract';
 import { openImage, unpackImage } from './oci-image';
 import { runInGuest } from './start';
+import { captureRecipeRoot, markBuildStart } from './recipe-capture';
 
 export interface Sizing {
   default_cpu?: number;
@@ -53,7 +53,6 @@ export interface TemplateBuildSpec extends Sizing {
 export type BuildProgress = (line: string, step?: number) => void;
 
 const BUILD_FILE = 'build.json';
-const CAPTURE = '/tmp/.warren-rootfs.tar';
 const DEFAULT_SIZING = { default_cpu: 1, default_memory_mb: 512, max_cpu: 2, max_memory_mb: 4096 };
 
 function failed(step: number, what: string, message: string, output?: string): WarrenError {
@@ -301,6 +300,7 @@ export class TemplateBuilder {
     });
     try {
       const channel = this.host.channel(id);
+      await markBuildStart(channel);
       const steps = spec.steps ?? [];
       for (const [i, step] of steps.entries()) {
         const n = i + 1;
@@ -356,36 +356,8 @@ export class TemplateBuilder {
           throw failed(n, what, err instanceof Error ? err.message : String(err));
         }
       }
-      progress('capturing the root file system');
-      const tar = await runInGuest(channel, {
-        cmd: 'tar',
-        args: [
-          '--one-file-system',
-          '--numeric-owner',
-          '-cpf',
-          CAPTURE,
-          `--exclude=.${CAPTURE}`,
-          '--exclude=./proc',
-          '--exclude=./sys',
-          '--exclude=./dev',
-          `--exclude=.${GUEST_AGENT_DIR}`,
-          `--exclude=.${GUEST_CHANNEL_DIR}`,
-          '-C',
-          '/',
-          '.',
-        ],
-        timeout_ms: 600_000,
-      });
-      // GNU tar exits 1 when a file changed while it was read; the copy is still whole.
-      if (tar.exitCode > 1)
-        throw new WarrenError(
-          'TEMPLATE_BUILD_FAILED',
-          `capturing the root file system failed (tar exit ${tar.exitCode})`,
-          { output: tar.tail },
-        );
-      const { stream } = await channel.download(CAPTURE);
-      const stats = await applyLayer(rootfs, stream);
-      progress(`root file system: ${stats.entries} entries, ${stats.bytes} bytes`);
+      progress('capturing the changes');
+      await captureRecipeRoot(channel, base.rootfs, rootfs, (l) => progress(l));
     } finally {
       await this.host.destroySandbox(id);
     }
