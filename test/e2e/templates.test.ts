@@ -102,7 +102,9 @@ before(async () => {
   templatesDir = join(tmp, 'templates');
   // The shared cache stays untouched: base (and the guest bundles) are copied as hard links.
   mkdirSync(templatesDir);
-  for (const t of ['base', '.guest'])
+  // code-interpreter only when a prepare-templates run built it (WARREN_TEMPLATES=code-interpreter).
+  const ci = existsSync(join(TEMPLATES_DIR, 'code-interpreter/template.json'));
+  for (const t of ['base', '.guest', ...(ci ? ['code-interpreter'] : [])])
     execFileSync('cp', ['-al', join(TEMPLATES_DIR, t), join(templatesDir, t)]);
   p = await startTestPlatform({ templatesDir, templates: ['base'] });
 });
@@ -417,5 +419,27 @@ describe('templates from recipes', () => {
     await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
     assert.equal((await cli(['template', 'rm', 'py-app'])).code, 0);
     assert.ok(!existsSync(join(templatesDir, 'py-app')));
+  });
+});
+
+describe('official templates', () => {
+  test('code-interpreter imports numpy, pandas and matplotlib', async (t) => {
+    // Its debootstrap takes minutes, so it is built only when asked:
+    // WARREN_TEMPLATES=code-interpreter node --import tsx scripts/prepare-templates.ts
+    if (!existsSync(join(templatesDir, 'code-interpreter/template.json'))) {
+      t.skip('code-interpreter is not in .state/templates (build it with prepare-templates)');
+      return;
+    }
+    const id = await createSandbox(p, { template: 'code-interpreter' });
+    const code = [
+      'import numpy, pandas, matplotlib',
+      'import matplotlib.pyplot as plt',
+      'df = pandas.DataFrame({"x": numpy.arange(4)})',
+      'plt.plot(df.x, df.x ** 2); plt.savefig("/tmp/p.png")',
+      'print(int(df.x.sum()), matplotlib.get_backend())',
+    ].join('\n');
+    const res = await exec(p, id, { cmd: 'python3', args: ['-c', code] });
+    assert.equal(res.stdout, '6 agg\n', res.stderr);
+    await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
   });
 });
