@@ -11,6 +11,7 @@ import { GvisorDriver } from '../packages/host-agent/src/runtime/gvisor/driver';
 import { startTestPlatform, RUNSC, type TestPlatform } from '../test/fixture';
 import { printTable, type Row } from './stats';
 import { previewRows } from './preview';
+import { templateRows } from './templates';
 
 const SEQUENTIAL = Number(process.env.BENCH_CREATES ?? 10);
 const CONCURRENT = 8;
@@ -52,8 +53,12 @@ class Direct {
     });
   }
   /** runsc restore of the template image, then runsc exec of `true`: a command has run. */
-  async restoreAndExec(p: TestPlatform, image?: string): Promise<[number, string]> {
-    const t = await p.context.host.templates.get('base');
+  async restoreAndExec(
+    p: TestPlatform,
+    image?: string,
+    template = 'base',
+  ): Promise<[number, string]> {
+    const t = await p.context.host.templates.get(template);
     const guest = join(p.context.config.templatesDir, '.guest', t.guest_key);
     const id = `direct-${process.pid}-${this.n++}`;
     const workDir = join(this.dir, id);
@@ -364,6 +369,15 @@ async function main(): Promise<void> {
     await destroyDirect([live]);
     extra.push(
       `snapshot size: ${(snapBytes / 1048576).toFixed(1)} MiB; fork-tree parent pause: ${tree.parent_pause_ms} ms`,
+    );
+
+    const tpl = await templateRows(
+      (tp, image, template) => direct.restoreAndExec(tp, image, template),
+      destroyDirect,
+    );
+    rows.push(...tpl.rows);
+    extra.push(
+      `user-built template create -> first exec median within 1.3x of direct restore: ${(median(tpl.createRow.warren) / median(tpl.createRow.direct)).toFixed(2)}x`,
     );
 
     console.log(

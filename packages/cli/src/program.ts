@@ -10,7 +10,11 @@ import { register as sandboxExec } from './commands/sandbox/exec';
 import { register as sandboxKill } from './commands/sandbox/kill';
 import { register as sandboxLs } from './commands/sandbox/ls';
 import { register as sandboxNetwork } from './commands/sandbox/network';
+import { register as templateBuild } from './commands/template/build';
+import { register as templateGet } from './commands/template/get';
 import { register as templateLs } from './commands/template/ls';
+import { register as templateRebuild } from './commands/template/rebuild';
+import { register as templateRm } from './commands/template/rm';
 import { register as up } from './commands/platform/up';
 import { register as volumeCreate } from './commands/volume/create';
 import { register as volumeLs } from './commands/volume/ls';
@@ -41,8 +45,12 @@ export function createProgram(io: Io): Command {
   sandboxCp(sandbox);
   sandboxNetwork(sandbox, io);
 
-  const template = program.command('template').description('inspect templates');
+  const template = program.command('template').description('build and manage templates');
   templateLs(template, io);
+  templateGet(template, io);
+  templateBuild(template, io);
+  templateRebuild(template, io);
+  templateRm(template, io);
 
   const volume = program.command('volume').alias('vol').description('manage volumes');
   volumeCreate(volume, io);

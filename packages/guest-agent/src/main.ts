@@ -41,7 +41,12 @@ const state: GuestState = {
   env: {},
   connections: 0,
   startedAt: Date.now(),
-  processes: new ProcessTable(() => ({ ...baseEnv, ...egressEnv(), ...state.env })),
+  processes: new ProcessTable(() => ({
+    ...baseEnv,
+    ...state.defaults?.env,
+    ...egressEnv(),
+    ...state.env,
+  })),
   prepareCheckpoint: () => {
     attempts = 0;
     closePortConnections();

@@ -24,6 +24,8 @@ import { linkVolumes } from './volumes';
 export interface GuestState {
   sandboxId: string | null;
   env: Record<string, string>;
+  /** The template's env and workdir: set by the hello of the bake, kept in the snapshot. */
+  defaults?: { env: Record<string, string>; cwd?: string };
   connections: number;
   readonly startedAt: number;
   readonly processes: ProcessTable;
@@ -75,6 +77,7 @@ export async function route(
     }
     state.sandboxId = hello.sandbox_id;
     state.env = hello.env ?? {};
+    if (hello.defaults) state.defaults = hello.defaults;
     await configureEgress(hello.egress);
     return sendJson(stream, 200, { ok: true });
   }
@@ -98,6 +101,7 @@ export async function route(
     if (method === 'GET') return sendJson(stream, 200, { items: state.processes.list() });
     if (method === 'POST') {
       const spec = await readJson<GuestProcessStart>(stream);
+      spec.cwd ??= state.defaults?.cwd;
       const proc = await state.processes.start(spec);
       if (spec.background) {
         // Wait a tick so a spawn failure (command not found) is already recorded.

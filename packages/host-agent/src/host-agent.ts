@@ -34,6 +34,8 @@ import {
   type HostVolume,
   type SandboxDisk,
 } from './storage/sandbox-disk';
+import { startAndWaitReady, type BakeOptions } from './templates/start';
+import { TemplateBuilder } from './templates/builder';
 
 export interface HostAgentConfig {
   hostId: string;
@@ -110,6 +112,8 @@ class Undo {
 export class HostAgent {
   readonly templates: TemplateCatalog;
   readonly volumes: HostVolumes;
+  /** Templates built from images and recipes. */
+  readonly builder: TemplateBuilder = new TemplateBuilder(this);
   private readonly sandboxes = new Map<string, HostSandbox>();
   /** Memory reserved by sandboxes being created or running, in MiB. */
   private reservedMb = 0;
@@ -158,7 +162,7 @@ export class HostAgent {
     };
   }
 
-  private async guestBundle(): Promise<GuestBundle> {
+  async guestBundle(): Promise<GuestBundle> {
     this.guest ??= await ensureGuestBundle(join(this.config.templatesDir, '.guest'));
     return this.guest;
   }
@@ -167,13 +171,18 @@ export class HostAgent {
    * Makes sure a built-in template has its root filesystem and a snapshot baked
    * with the current guest agent and runtime; builds what is missing.
    */
-  async ensureTemplate(name: string, progress: Progress): Promise<TemplateRecord> {
+  async ensureTemplate(
+    name: string,
+    progress: Progress,
+    opts: { force?: boolean } = {},
+  ): Promise<TemplateRecord> {
     const recipe = BUILTIN_TEMPLATES[name];
     if (!recipe) throw new WarrenError('TEMPLATE_NOT_FOUND', `no built-in template ${name}`);
     const guest = await this.guestBundle();
     const runtimeVersion = `${this.driver.name} ${await this.driver.version()}`;
     const existing = await this.templates.read(name);
     if (
+      !opts.force &&
       existing?.state === 'ready' &&
       existing.guest_key === guest.key &&
       existing.runtime_version === runtimeVersion
@@ -189,19 +198,47 @@ export class HostAgent {
       recipe.maxCpu,
       recipe.maxMemoryMb,
       join(this.templates.dir(name), 'snapshot.tmp'),
+      { env: recipe.env, cwd: recipe.workdir, start: recipe.start, ready: recipe.ready, progress },
     );
-    const rec = await this.templates.commit(recipe, image, guest.key, runtimeVersion);
+    const rec = await this.templates.commit(
+      { ...recipe, buildMs: Date.now() - started },
+      image,
+      guest.key,
+      runtimeVersion,
+    );
     progress(`template ${name} ready (snapshot baked in ${Date.now() - started} ms)`);
     return rec;
   }
 
-  /** Boots a sandbox from a root filesystem, waits for its agent, warms it up and checkpoints it. */
-  private async bake(
+  /**
+   * Builds a template again: a built-in one is baked again (its root is
+   * built first if it is missing, so this is also how an official template
+   * not in WARREN_TEMPLATES gets built); a user template repeats its build.
+   */
+  async rebuildTemplate(name: string, progress: Progress): Promise<TemplateRecord> {
+    const rec = await this.templates.read(name);
+    if (rec && rec.source !== undefined && rec.source !== 'builtin')
+      return this.builder.rebuild(rec, progress);
+    if (!BUILTIN_TEMPLATES[name])
+      throw new WarrenError(
+        'TEMPLATE_NOT_FOUND',
+        `template ${JSON.stringify(name)} does not exist`,
+      );
+    return this.ensureTemplate(name, progress, { force: true });
+  }
+
+  /**
+   * Boots a sandbox from a root filesystem, waits for its agent, warms it up,
+   * starts the template's start command and waits for its readiness check,
+   * then checkpoints it.
+   */
+  async bake(
     rootfs: string,
     guest: GuestBundle,
     cpu: number,
     memoryMb: number,
     imageDir: string,
+    opts: BakeOptions = {},
   ): Promise<string> {
     const id = `bake-${randomBytes(6).toString('hex')}`;
     const workDir = join(this.config.sandboxesDir, id);
@@ -210,6 +247,7 @@ export class HostAgent {
     const channel = new GuestChannel(join(channelDir, 'agent.sock'), () => ({
       sandbox_id: id,
       env: {},
+      defaults: { env: opts.env ?? {}, ...(opts.cwd ? { cwd: opts.cwd } : {}) },
     }));
     const spec: SandboxSpec = {
       id,
@@ -237,6 +275,7 @@ export class HostAgent {
         });
         await channel.json({ method: 'GET', path: GUEST_PATHS.filesStat, query: { path: '/' } });
       }
+      await startAndWaitReady(channel, opts);
       await channel.prepareCheckpoint();
       await rm(imageDir, { recursive: true, force: true });
       await this.driver.checkpoint(id, imageDir);

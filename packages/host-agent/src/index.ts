@@ -29,3 +29,4 @@ export {
 } from './snapshots';
 export type { HostVolume } from './storage/sandbox-disk';
 export { HostVolumes } from './storage/host-volumes';
+export type { TemplateBuildSpec, BuildProgress } from './templates/builder';

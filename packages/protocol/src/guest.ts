@@ -66,6 +66,12 @@ export interface GuestHello {
   env: Record<string, string>;
   /** Egress proxies in the sandbox: see GuestEgress. */
   egress?: GuestEgress;
+  /**
+   * The template's environment and working directory, sent only by the hello of
+   * a template bake: the agent keeps them, so every copy restored from the
+   * snapshot has them, under each sandbox's own env.
+   */
+  defaults?: { env: Record<string, string>; cwd?: string };
 }
 
 /**

@@ -19,7 +19,15 @@ export { Files } from './files';
 export { Network } from './network';
 export type { EgressLogOptions } from './network';
 export type { WriteData, WriteOptions } from './files';
-export { listTemplates, getTemplate } from './templates';
+export {
+  listTemplates,
+  getTemplate,
+  buildTemplate,
+  uploadTemplateImage,
+  rebuildTemplate,
+  deleteTemplate,
+} from './templates';
+export type { BuildOptions } from './templates';
 export { Volumes } from './volumes';
 export { getHealth } from './health';
 export { HttpClient } from './client';
@@ -44,6 +52,10 @@ export type {
   FileInfo,
   WriteResult,
   Template,
+  TemplateBuildRequest,
+  TemplateImageQuery,
+  RecipeStep,
+  ReadyProbe,
   Health,
   NetworkPolicy,
   NetworkUpdate,

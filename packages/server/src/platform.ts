@@ -110,6 +110,8 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     },
     driver,
   );
+  for (const name of await host.templates.removeInterrupted())
+    progress(`removed template ${name}: its build was interrupted`);
   for (const name of config.templates) await host.ensureTemplate(name, progress);
 
   mkdirSync(host.volumes.root, { recursive: true, mode: 0o700 });

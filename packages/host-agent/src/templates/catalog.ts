@@ -10,13 +10,12 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { WarrenError, newId, type Template } from '@warren/protocol';
+import { WarrenError, newId, type ReadyProbe, type Template } from '@warren/protocol';
 import { debootstrap, type Progress } from './rootfs';
 
-export interface TemplateRecipe {
+/** What a template record holds besides its build results. */
+export interface TemplateMeta {
   name: string;
-  suite: string;
-  packages: string[];
   defaultCpu: number;
   defaultMemoryMb: number;
   maxCpu: number;
@@ -24,6 +23,32 @@ export interface TemplateRecipe {
   /** Size limit of what a sandbox writes to its files: default and maximum. */
   defaultDiskMb?: number;
   maxDiskMb?: number;
+  source?: 'builtin' | 'image' | 'recipe';
+  base?: string;
+  layers?: Array<{ digest: string; size: number }>;
+  env?: Record<string, string>;
+  workdir?: string | null;
+  user?: string | null;
+  start?: string[] | null;
+  ready?: ReadyProbe | null;
+  buildMs?: number;
+}
+
+/** A built-in template: a Debian root made with debootstrap, then the same bake as any other. */
+export interface TemplateRecipe extends TemplateMeta {
+  suite: string;
+  packages: string[];
+}
+
+const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+
+/** Template names become directory names: refuse anything that could leave the templates dir. */
+export function checkTemplateName(name: string): void {
+  if (!NAME.test(name) || name.includes('..'))
+    throw new WarrenError(
+      'INVALID_REQUEST',
+      `invalid template name ${JSON.stringify(name)}: use a-z, 0-9, ".", "_" and "-"`,
+    );
 }
 
 /** Disk sizing of templates that do not set their own. */
@@ -42,6 +67,26 @@ export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
     maxMemoryMb: 4096,
     defaultDiskMb: DEFAULT_DISK_MB,
     maxDiskMb: MAX_DISK_MB,
+  },
+  // Built only when asked (WARREN_TEMPLATES or POST /v1/templates/<name>/rebuild).
+  'code-interpreter': {
+    name: 'code-interpreter',
+    suite: 'bookworm',
+    packages: ['python3', 'python3-numpy', 'python3-pandas', 'python3-matplotlib'],
+    defaultCpu: 1,
+    defaultMemoryMb: 1024,
+    maxCpu: 2,
+    maxMemoryMb: 4096,
+    env: { MPLBACKEND: 'Agg' },
+  },
+  'postgres-15': {
+    name: 'postgres-15',
+    suite: 'bookworm',
+    packages: ['postgresql-15'],
+    defaultCpu: 1,
+    defaultMemoryMb: 1024,
+    maxCpu: 2,
+    maxMemoryMb: 4096,
   },
 };
 
@@ -79,6 +124,7 @@ export class TemplateCatalog {
     await mkdir(this.root, { recursive: true });
     const out: TemplateRecord[] = [];
     for (const name of (await readdir(this.root)).sort()) {
+      if (name.startsWith('.')) continue; // guest bundles, uploads
       const rec = await this.read(name);
       if (rec) out.push(rec);
     }
@@ -86,6 +132,7 @@ export class TemplateCatalog {
   }
 
   async read(name: string): Promise<TemplateRecord | null> {
+    if (!NAME.test(name)) return null;
     try {
       return {
         default_disk_mb: DEFAULT_DISK_MB,
@@ -126,7 +173,7 @@ export class TemplateCatalog {
 
   /** Writes the record of a freshly baked snapshot (moved into place atomically). */
   async commit(
-    recipe: TemplateRecipe,
+    recipe: TemplateMeta,
     bakedImage: string,
     guestKey: string,
     runtimeVersion: string,
@@ -149,13 +196,71 @@ export class TemplateCatalog {
       rootfs_bytes: await duBytes(join(dir, 'rootfs')),
       snapshot_bytes: await duBytes(snapshot),
       built_at: new Date().toISOString(),
+      source: recipe.source ?? 'builtin',
+      ...(recipe.base !== undefined && { base: recipe.base }),
+      ...(recipe.layers !== undefined && { layers: recipe.layers }),
+      ...(recipe.buildMs !== undefined && { build_ms: recipe.buildMs }),
+      env: recipe.env ?? {},
+      workdir: recipe.workdir ?? null,
+      user: recipe.user ?? null,
+      start: recipe.start ?? null,
+      ready: recipe.ready ?? null,
       rootfs: join(dir, 'rootfs'),
       snapshot,
       guest_key: guestKey,
       runtime_version: runtimeVersion,
     };
+    await this.writeRecord(rec);
+    return rec;
+  }
+
+  private async writeRecord(rec: TemplateRecord): Promise<void> {
+    const dir = this.dir(rec.name);
     await writeFile(join(dir, 'template.json.tmp'), JSON.stringify(rec, null, 2));
     await rename(join(dir, 'template.json.tmp'), join(dir, 'template.json'));
-    return rec;
+  }
+
+  /** Shows a template as `building` while its first build runs (creates get TEMPLATE_NOT_READY). */
+  async markBuilding(meta: TemplateMeta): Promise<void> {
+    checkTemplateName(meta.name);
+    const previous = await this.read(meta.name);
+    await mkdir(this.dir(meta.name), { recursive: true });
+    await this.writeRecord({
+      ...(previous ?? {
+        id: newId('template'),
+        name: meta.name,
+        default_cpu: meta.defaultCpu,
+        default_memory_mb: meta.defaultMemoryMb,
+        max_cpu: meta.maxCpu,
+        max_memory_mb: meta.maxMemoryMb,
+        rootfs_bytes: 0,
+        snapshot_bytes: 0,
+        built_at: new Date().toISOString(),
+        source: meta.source,
+        rootfs: join(this.dir(meta.name), 'rootfs'),
+        snapshot: join(this.dir(meta.name), 'snapshot'),
+        guest_key: '',
+        runtime_version: '',
+      }),
+      state: 'building',
+    });
+  }
+
+  /** Removes a template and everything in its directory. */
+  async remove(name: string): Promise<void> {
+    checkTemplateName(name);
+    await rm(this.dir(name), { recursive: true, force: true });
+  }
+
+  /** After a restart: builds that were cut off leave no half-made template behind. */
+  async removeInterrupted(): Promise<string[]> {
+    const removed: string[] = [];
+    for (const rec of await this.list()) {
+      if (rec.state === 'building') {
+        await this.remove(rec.name);
+        removed.push(rec.name);
+      }
+    }
+    return removed;
   }
 }

@@ -1,0 +1,125 @@
+/**
+ * Template rows of `npm run bench`: build time of `base` (the bake; its root
+ * is cached), of a 3-step recipe, and create -> first exec from the
+ * user-built template beside a direct runsc restore of its own snapshot.
+ * They run on a second platform over a private copy of the templates
+ * directory, so the shared cache is not rebuilt under other runs.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { GvisorDriver } from '../packages/host-agent/src/runtime/gvisor/driver';
+import { startTestPlatform, RUNSC, TEMPLATES_DIR, type TestPlatform } from '../test/fixture';
+import type { Row } from './stats';
+
+const RUNS = Number(process.env.BENCH_TEMPLATE_RUNS ?? 2);
+const CREATES = Number(process.env.BENCH_CREATES ?? 10);
+const now = () => performance.now();
+
+const RECIPE_STEPS = [
+  { run: 'mkdir -p /srv && echo built > /srv/built.txt' },
+  { copy: { dest: '/srv/app.py', content: Buffer.from('print(42)\n').toString('base64') } },
+  { workdir: '/srv' },
+];
+
+async function streamBuild(p: TestPlatform, path: string, body?: unknown): Promise<number> {
+  const t = now();
+  const res = await p.api(path, { method: 'POST', ...(body !== undefined && { json: body }) });
+  const text = await res.text();
+  const last = JSON.parse(text.trim().split('\n').pop() ?? '{}') as { type?: string };
+  if (last.type !== 'done') throw new Error(`${path}: ${text.slice(-500)}`);
+  return now() - t;
+}
+
+/** Boots a root with runsc and checkpoints it at once: the bare runtime part of a bake. */
+async function directBake(p: TestPlatform, dir: string, n: number): Promise<number> {
+  const driver = new GvisorDriver({ binary: RUNSC, stateDir: join(dir, 'runsc') });
+  const t = await p.context.host.templates.get('base');
+  const id = `direct-bake-${process.pid}-${n}`;
+  const workDir = join(dir, id);
+  mkdirSync(join(workDir, 'chan'), { recursive: true });
+  const started = now();
+  await driver.boot({
+    id,
+    rootfs: t.rootfs,
+    guestDir: join(p.context.config.templatesDir, '.guest', t.guest_key),
+    channelDir: join(workDir, 'chan'),
+    workDir,
+    cpu: 2,
+    memoryMb: 4096,
+    hostname: id,
+    env: {},
+  });
+  await driver.checkpoint(id, join(workDir, 'image'));
+  const took = now() - started;
+  await driver.destroy(id);
+  return took;
+}
+
+export async function templateRows(
+  restoreAndExec: (p: TestPlatform, image: string, template: string) => Promise<[number, string]>,
+  destroyDirect: (ids: string[]) => Promise<void>,
+): Promise<{ rows: Row[]; createRow: Row }> {
+  const tmp = mkdtempSync('/tmp/wbt-');
+  const templatesDir = join(tmp, 'templates');
+  mkdirSync(templatesDir);
+  for (const t of ['base', '.guest'])
+    execFileSync('cp', ['-al', join(TEMPLATES_DIR, t), join(templatesDir, t)]);
+  const p = await startTestPlatform({ templatesDir, templates: ['base'] });
+  try {
+    const base: Row = {
+      name: 'template build: base (bake; root cached)',
+      unit: 'ms',
+      warren: [],
+      direct: [],
+      directName: 'runsc run + runsc checkpoint of its root',
+    };
+    const recipe: Row = {
+      name: 'template build: 3-step recipe on base',
+      unit: 'ms',
+      warren: [],
+      direct: [],
+      directName: 'runsc run + runsc checkpoint of base root',
+    };
+    for (let i = 0; i < RUNS; i++) {
+      base.warren.push(await streamBuild(p, '/v1/templates/base/rebuild'));
+      base.direct.push(await directBake(p, tmp, i));
+      recipe.warren.push(
+        await streamBuild(p, '/v1/templates', {
+          name: `bench-recipe-${i}`,
+          base: 'base',
+          steps: RECIPE_STEPS,
+        }),
+      );
+      recipe.direct.push(await directBake(p, tmp, 100 + i));
+      if (i < RUNS - 1) await p.api(`/v1/templates/bench-recipe-${i}`, { method: 'DELETE' });
+    }
+    const name = `bench-recipe-${RUNS - 1}`;
+    const tpl = await p.context.host.templates.get(name);
+    const create: Row = {
+      name: 'create -> first exec (user-built template)',
+      unit: 'ms',
+      warren: [],
+      direct: [],
+      directName: 'runsc restore of its snapshot + runsc exec true',
+    };
+    for (let i = 0; i < CREATES; i++) {
+      const t = now();
+      const sbx = await p.json<{ id: string }>('/v1/sandboxes', {
+        method: 'POST',
+        json: { template: name },
+      });
+      await p.json(`/v1/sandboxes/${sbx.id}/exec`, { method: 'POST', json: { cmd: 'true' } });
+      create.warren.push(now() - t);
+      await p.api(`/v1/sandboxes/${sbx.id}`, { method: 'DELETE' });
+      await p.context.host.settle();
+      const [d, id] = await restoreAndExec(p, tpl.snapshot, name);
+      create.direct.push(d);
+      await destroyDirect([id]);
+    }
+    return { rows: [base, recipe, create], createRow: create };
+  } finally {
+    await p.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}

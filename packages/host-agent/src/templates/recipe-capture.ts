@@ -1,0 +1,134 @@
+/**
+ * Captures what a recipe's steps changed in a build sandbox, as a diff
+ * against the base template's root, instead of archiving the whole root:
+ *
+ * 1. Before the steps, a marker file is written into the sandbox's /tmp.
+ * 2. After them, `find / -xdev` lists every path of the sandbox's root file
+ *    system, and every path changed (`-newer` or `-cnewer`) since the marker.
+ * 3. Changed = changed since the marker, plus paths the base does not have
+ *    (a rename keeps its times). Deleted = paths of the base the sandbox no
+ *    longer has.
+ * 4. The sandbox archives only the changed paths (`tar --no-recursion`) and
+ *    the archive is streamed out over the agent channel.
+ * 5. The new root starts as a hard-link copy of the base's root (`cp -al`);
+ *    deleted paths are unlinked from the copy, and the archive is applied by
+ *    the safe extractor, which always unlinks before it writes, so a file
+ *    shared with the base is never written in place.
+ *
+ * /tmp is a separate in-memory file system in the sandbox, so `-xdev` leaves
+ * it (and the marker, lists and archive there) out, like /proc, /dev and the
+ * agent's mounts.
+ */
+import { execFile } from 'node:child_process';
+import { readdirSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { WarrenError } from '@warren/protocol';
+import type { GuestChannel } from '../channel';
+import { applyLayer, resolveInRoot } from './layer-extract';
+import { runInGuest } from './start';
+
+const MARKER = '/tmp/.warren-build-start';
+const ALL = '/tmp/.warren-all';
+const CHANGED = '/tmp/.warren-changed';
+const LIST = '/tmp/.warren-list';
+const ARCHIVE = '/tmp/.warren-diff.tar';
+
+/** Marks the start of the steps (call before the first step). */
+export async function markBuildStart(channel: GuestChannel): Promise<void> {
+  await channel.upload(MARKER, Readable.from([Buffer.alloc(0)]));
+}
+
+async function download(channel: GuestChannel, path: string): Promise<Buffer> {
+  const { stream } = await channel.download(path);
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+async function sh(channel: GuestChannel, line: string, what: string): Promise<void> {
+  const res = await runInGuest(channel, {
+    cmd: '/bin/sh',
+    args: ['-c', line],
+    timeout_ms: 600_000,
+  });
+  // GNU tar exits 1 when a file changed while it was read; the archive is still whole.
+  if (res.exitCode !== 0 && !(what === 'tar' && res.exitCode === 1))
+    throw new WarrenError(
+      'TEMPLATE_BUILD_FAILED',
+      `capturing the root file system failed (${what} exit ${res.exitCode}; the base needs /bin/sh, find and tar)`,
+      { output: res.tail },
+    );
+}
+
+/** Relative paths (no leading /) of every entry under `root`. */
+function listTree(root: string): Set<string> {
+  const out = new Set<string>();
+  const walk = (rel: string) => {
+    for (const e of readdirSync(join(root, rel), { withFileTypes: true })) {
+      const p = rel ? `${rel}/${e.name}` : e.name;
+      out.add(p);
+      if (e.isDirectory()) walk(p);
+    }
+  };
+  walk('');
+  return out;
+}
+
+const paths = (buf: Buffer): string[] =>
+  buf
+    .toString('utf8')
+    .split('\0')
+    .map((p) => p.replace(/^\/+/, ''))
+    .filter(Boolean);
+
+export async function captureRecipeRoot(
+  channel: GuestChannel,
+  baseRootfs: string,
+  rootfs: string,
+  progress: (line: string) => void,
+): Promise<void> {
+  await sh(channel, `find / -xdev -print0 > ${ALL}`, 'find');
+  await sh(
+    channel,
+    `find / -xdev \\( -newer ${MARKER} -o -cnewer ${MARKER} \\) -print0 > ${CHANGED}`,
+    'find',
+  );
+  const all = new Set(paths(await download(channel, ALL)));
+  const changed = new Set(paths(await download(channel, CHANGED)));
+  const base = listTree(baseRootfs);
+  for (const p of all) if (!base.has(p)) changed.add(p);
+  const deleted = [...base].filter((p) => !all.has(p)).sort();
+  progress(`${changed.size} paths changed, ${deleted.length} deleted`);
+
+  await channel.upload(LIST, Readable.from([Buffer.from([...changed].join('\0'))]));
+  await sh(
+    channel,
+    `tar --null --no-recursion --numeric-owner -cpf ${ARCHIVE} -C / -T ${LIST}`,
+    'tar',
+  );
+
+  await rm(rootfs, { recursive: true, force: true });
+  try {
+    await promisify(execFile)('cp', ['-al', baseRootfs, rootfs]);
+  } catch {
+    // Another file system: a full copy instead of hard links.
+    await rm(rootfs, { recursive: true, force: true });
+    await promisify(execFile)('cp', ['-a', baseRootfs, rootfs]);
+  }
+  let gone = '';
+  for (const p of deleted) {
+    if (gone && p.startsWith(`${gone}/`)) continue; // inside a deleted directory
+    try {
+      rmSync(resolveInRoot(rootfs, p.split('/'), false), { recursive: true, force: true });
+    } catch {
+      // its parent is gone or was replaced: nothing left to delete
+    }
+    gone = p;
+  }
+  const { stream } = await channel.download(ARCHIVE);
+  const stats = await applyLayer(rootfs, stream);
+  progress(`changes applied: ${stats.entries} entries, ${stats.bytes} bytes`);
+}
