@@ -186,6 +186,7 @@ describe('disk limits and volumes (real gVisor)', () => {
 
     // Hibernate and wake: the volume is bound again and the data is there.
     await p.json(`/v1/sandboxes/${writer}/hibernate`, { method: 'POST' });
+    await p.context.host.settle(); // the disk is released in the background
     assert.deepEqual(mountsBelow(join(p.home, 'sandboxes', writer)), [], 'no mounts while asleep');
     await p.json(`/v1/sandboxes/${writer}/wake`, { method: 'POST' });
     r = await sh(p, writer, 'cat /data/note && echo more >> /data/note && cat /data/note');

@@ -233,6 +233,8 @@ export class TemplateCatalog {
         default_memory_mb: meta.defaultMemoryMb,
         max_cpu: meta.maxCpu,
         max_memory_mb: meta.maxMemoryMb,
+        default_disk_mb: meta.defaultDiskMb ?? DEFAULT_DISK_MB,
+        max_disk_mb: meta.maxDiskMb ?? MAX_DISK_MB,
         rootfs_bytes: 0,
         snapshot_bytes: 0,
         built_at: new Date().toISOString(),
