@@ -31,8 +31,8 @@ async function readTable(path: string): Promise<string[][]> {
     .map((l) => l.split(':'));
 }
 
-async function passwd(): Promise<Entry[]> {
-  return (await readTable('/etc/passwd'))
+async function passwd(etc: string): Promise<Entry[]> {
+  return (await readTable(`${etc}/passwd`))
     .filter((f) => f.length >= 4)
     .map((f) => ({
       name: f[0] ?? '',
@@ -42,8 +42,8 @@ async function passwd(): Promise<Entry[]> {
     }));
 }
 
-async function groups(): Promise<Entry[]> {
-  return (await readTable('/etc/group'))
+async function groups(etc: string): Promise<Entry[]> {
+  return (await readTable(`${etc}/group`))
     .filter((f) => f.length >= 3)
     .map((f) => ({ name: f[0] ?? '', id: Number(f[2]), gid: Number(f[2]), home: '' }));
 }
@@ -54,12 +54,13 @@ function numericId(s: string): number | null {
   return n <= MAX_ID ? n : null;
 }
 
-export async function resolveUser(spec: string): Promise<ResolvedUser> {
+/** `etc` is where passwd and group are read from (tests give their own). */
+export async function resolveUser(spec: string, etc = '/etc'): Promise<ResolvedUser> {
   const [userPart = '', groupPart, ...rest] = spec.split(':');
   if (!userPart || rest.length > 0 || groupPart === '') {
     throw new WarrenError('USER_NOT_FOUND', `invalid user "${spec}"`);
   }
-  const users = await passwd();
+  const users = await passwd(etc);
   const uidNum = numericId(userPart);
   const entry =
     uidNum !== null ? users.find((u) => u.id === uidNum) : users.find((u) => u.name === userPart);
@@ -72,7 +73,7 @@ export async function resolveUser(spec: string): Promise<ResolvedUser> {
     const gidNum = numericId(groupPart);
     if (gidNum !== null) gid = gidNum;
     else {
-      const g = (await groups()).find((e) => e.name === groupPart);
+      const g = (await groups(etc)).find((e) => e.name === groupPart);
       if (!g || !Number.isInteger(g.id)) {
         throw new WarrenError(
           'USER_NOT_FOUND',
