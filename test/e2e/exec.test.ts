@@ -83,6 +83,14 @@ describe('exec and processes (real gVisor)', () => {
       user: 'nobody',
     });
     assert.equal(file.stdout, '65534\n/nonexistent nobody\n');
+    // The switch happens in place (same pid and process group), so a timeout still kills it.
+    const slow = await exec(p, sandbox, {
+      cmd: 'sleep',
+      args: ['30'],
+      user: 'nobody',
+      timeout: 0.3,
+    });
+    assert.deepEqual([slow.timed_out, slow.exit_code], [true, 137]);
     const missing = await exec(p, sandbox, { cmd: 'no-such-binary', user: 'nobody' });
     assert.equal(missing.exit_code, 127);
     assert.match(missing.stderr, /no-such-binary: command not found/);
