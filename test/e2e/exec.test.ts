@@ -69,6 +69,39 @@ describe('exec and processes (real gVisor)', () => {
     assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'CWD_NOT_FOUND');
   });
 
+  it('runs processes as another user of the sandbox', async () => {
+    const sandbox = id;
+    const runId = (body: Record<string, unknown>) => exec(p, sandbox, { cmd: 'id', ...body });
+    assert.equal((await runId({ args: ['-u'], user: 'nobody' })).stdout, '65534\n');
+    assert.equal((await runId({ args: ['-u'] })).stdout, '0\n');
+    assert.equal((await runId({ args: ['-u'], user: 'root' })).stdout, '0\n');
+    assert.equal((await runId({ args: ['-u'], user: '1234:1234' })).stdout, '1234\n');
+    assert.equal((await runId({ args: ['-g'], user: '1234:1234' })).stdout, '1234\n');
+    const file = await exec(p, sandbox, {
+      cmd: 'sh',
+      args: ['-c', 'echo hi > /tmp/by-nobody && stat -c %u /tmp/by-nobody && echo "$HOME $USER"'],
+      user: 'nobody',
+    });
+    assert.equal(file.stdout, '65534\n/nonexistent nobody\n');
+    // The switch happens in place (same pid and process group), so a timeout still kills it.
+    const slow = await exec(p, sandbox, {
+      cmd: 'sleep',
+      args: ['30'],
+      user: 'nobody',
+      timeout: 0.3,
+    });
+    assert.deepEqual([slow.timed_out, slow.exit_code], [true, 137]);
+    const missing = await exec(p, sandbox, { cmd: 'no-such-binary', user: 'nobody' });
+    assert.equal(missing.exit_code, 127);
+    assert.match(missing.stderr, /no-such-binary: command not found/);
+    const res = await p.api(`/v1/sandboxes/${sandbox}/exec`, {
+      method: 'POST',
+      json: { cmd: 'id', user: 'no-such-user' },
+    });
+    assert.equal(res.status, 400);
+    assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'USER_NOT_FOUND');
+  });
+
   it('kills the whole process group on timeout', async () => {
     const started = Date.now();
     const r = await exec(p, id, { cmd: 'sh', args: ['-c', 'sleep 30 & sleep 30'], timeout: 0.5 });

@@ -132,6 +132,7 @@ describe('templates from images', () => {
       {
         Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'GREETING=bonjour'],
         WorkingDir: '/app',
+        User: 'nobody',
         Cmd: ['/bin/sh', '-c', 'echo up > /tmp/started; exec sleep 100000'],
       },
       { gzip: true },
@@ -154,6 +155,7 @@ describe('templates from images', () => {
     assert.equal(t.source, 'image');
     assert.equal(t.layers.length, 2);
     assert.equal(t.workdir, '/app');
+    assert.equal(t.user, 'nobody');
     assert.equal(t.env.GREETING, 'bonjour');
     assert.equal(t.default_memory_mb, 256);
     assert.ok(t.build_ms > 0 && t.rootfs_bytes > 100e6);
@@ -167,6 +169,9 @@ describe('templates from images', () => {
     assert.equal((await sh('test -e /etc/debian_version; echo $?')).stdout, '1\n');
     assert.equal((await sh('ls /usr/share/doc')).stdout, 'ONLY\n');
     assert.equal((await sh('cat /tmp/started')).stdout, 'up\n');
+    // The image's User is the default user, the start command's too; root is still there.
+    assert.equal((await sh('id -u; stat -c %u /tmp/started')).stdout, '65534\n65534\n');
+    assert.equal((await exec(p, id, { cmd: 'id', args: ['-u'], user: 'root' })).stdout, '0\n');
     // The start command was running when the snapshot was taken, so it runs in every copy.
     const procs = await p.json<{ items: Array<{ cmd: string; args: string[]; state: string }> }>(
       `/v1/sandboxes/${id}/processes`,

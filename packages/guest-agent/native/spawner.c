@@ -29,6 +29,13 @@
  * self-pipe written by the SIGCHLD handler. When our stdin reaches EOF the
  * parent is gone: we SIGKILL every child's process group and exit.
  *
+ * Trampoline mode: `spawner --as <uid> <gid> <cmd> [args...]` (checked
+ * before anything else) drops to that uid/gid (supplementary groups: just
+ * gid) and execs cmd in place, resolved against the PATH of its environment:
+ * posix_spawn cannot switch users, so the agent starts a non-root user's
+ * process as this. Exec failure: "warren: <cmd>: ..." on stderr, exit 127
+ * (not found) or 126.
+ *
  * Build: gcc -static -O2 -Wall -Wextra -Werror -o spawner spawner.c
  * (static, so it runs in any image, glibc- or musl-based).
  */
@@ -43,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -376,7 +384,39 @@ static void on_sigchld(int sig) {
   (void)r, (void)sig, errno = saved;
 }
 
-int main(void) {
+static int parse_id(const char *s, unsigned long *out) {
+  char *end;
+  if (!*s) return -1;
+  errno = 0;
+  *out = strtoul(s, &end, 10);
+  return errno || *end || *out > 0xfffffffeUL ? -1 : 0;
+}
+
+/* spawner --as <uid> <gid> <cmd> [args...]: become uid/gid and exec cmd. */
+static int run_as(int argc, char **argv) {
+  unsigned long uid, gid;
+  if (argc < 5 || parse_id(argv[2], &uid) || parse_id(argv[3], &gid)) {
+    fprintf(stderr, "warren: spawner --as: bad arguments\n");
+    _exit(126);
+  }
+  gid_t g = (gid_t)gid;
+  if (setgroups(1, &g) && setgroups(0, NULL)) {
+    fprintf(stderr, "warren: setgroups: %s\n", strerror(errno));
+    _exit(126);
+  }
+  if (setgid(g) || setuid((uid_t)uid) || getuid() != (uid_t)uid || getgid() != g) {
+    fprintf(stderr, "warren: cannot switch to user %lu:%lu: %s\n", uid, gid, strerror(errno));
+    _exit(126);
+  }
+  execvp(argv[4], argv + 4);
+  int err = errno;
+  if (err == ENOENT) fprintf(stderr, "warren: %s: command not found\n", argv[4]);
+  else fprintf(stderr, "warren: %s: %s\n", argv[4], strerror(err));
+  _exit(err == ENOENT ? 127 : 126);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--as") == 0) return run_as(argc, argv);
   /* Make sure fds 0-2 exist, so a pipe never lands on them. */
   for (int fd; (fd = open("/dev/null", O_RDWR)) >= 0;)
     if (fd > 2) { close(fd); break; }

@@ -9,6 +9,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { WarrenError } from '@warren/protocol/errors';
 import type { ExecEvent, GuestProcessStart, ProcessInfo } from '@warren/protocol/guest';
 import { Spawner, type SpawnedChild } from './spawner';
+import { resolveUser, type ResolvedUser } from './users';
 
 const REPLAY_LIMIT_BYTES = 1024 * 1024;
 const MAX_EXITED_KEPT = 256;
@@ -74,11 +75,22 @@ export class GuestProcess {
   }
 
   /** Starts the process; resolves once it is running or has failed to start. */
-  start(spec: GuestProcessStart, env: NodeJS.ProcessEnv, spawner: Spawner): Promise<void> {
+  start(
+    spec: GuestProcessStart,
+    env: NodeJS.ProcessEnv,
+    spawner: Spawner,
+    user?: ResolvedUser,
+  ): Promise<void> {
     let child: SpawnedChild;
+    const args = spec.args ?? [];
+    // posix_spawn cannot switch users: another user's process starts as the spawner in
+    // trampoline mode, which drops to uid/gid and execs the command in place (same pid).
+    const [cmd, argv] = user
+      ? [spawner.path, ['--as', String(user.uid), String(user.gid), spec.cmd, ...args]]
+      : [spec.cmd, args];
     try {
       // The child gets its own process group, so a timeout or kill reaches the whole tree.
-      child = spawner.spawn({ cmd: spec.cmd, args: spec.args ?? [], env, cwd: this.info.cwd });
+      child = spawner.spawn({ cmd, args: argv, env, cwd: this.info.cwd });
     } catch (err) {
       this.failToStart(err as NodeJS.ErrnoException);
       return Promise.resolve();
@@ -202,13 +214,21 @@ export class ProcessTable {
   ) {}
 
   async start(spec: GuestProcessStart): Promise<GuestProcess> {
-    const cwd = spec.cwd ?? '/root';
+    const user = spec.user !== undefined ? await resolveUser(spec.user) : undefined;
+    const asOther = user !== undefined && (user.uid !== 0 || user.gid !== 0);
+    let cwd = spec.cwd ?? '/root';
+    if (spec.cwd === undefined && asOther) {
+      const home = await stat(user.home).catch(() => null);
+      cwd = home?.isDirectory() ? user.home : '/';
+    }
     const st = await stat(cwd).catch(() => null);
     if (!st?.isDirectory()) {
       throw new WarrenError('CWD_NOT_FOUND', `working directory ${cwd} does not exist`);
     }
     const proc = new GuestProcess(spec, cwd);
-    await proc.start(spec, { ...this.baseEnv(), ...spec.env }, this.spawner);
+    const userEnv = user ? { HOME: user.home, USER: user.name, LOGNAME: user.name } : {};
+    const env = { ...this.baseEnv(), ...userEnv, ...spec.env };
+    await proc.start(spec, env, this.spawner, asOther ? user : undefined);
     if (proc.info.pid) this.byPid.set(proc.info.pid, proc);
     void proc.exited.then(() => {
       if (!proc.background) this.byPid.delete(proc.info.pid);

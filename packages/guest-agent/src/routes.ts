@@ -25,7 +25,7 @@ export interface GuestState {
   sandboxId: string | null;
   env: Record<string, string>;
   /** The template's env and workdir: set by the hello of the bake, kept in the snapshot. */
-  defaults?: { env: Record<string, string>; cwd?: string };
+  defaults?: { env: Record<string, string>; cwd?: string; user?: string };
   connections: number;
   readonly startedAt: number;
   readonly processes: ProcessTable;
@@ -102,6 +102,7 @@ export async function route(
     if (method === 'POST') {
       const spec = await readJson<GuestProcessStart>(stream);
       spec.cwd ??= state.defaults?.cwd;
+      spec.user ??= state.defaults?.user;
       const proc = await state.processes.start(spec);
       if (spec.background) {
         // Wait a tick so a spawn failure (command not found) is already recorded.

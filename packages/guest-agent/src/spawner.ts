@@ -302,6 +302,11 @@ export class Spawner {
 
   constructor(private readonly options: SpawnerOptions = {}) {}
 
+  /** The helper binary (also the trampoline that starts a process as another user). */
+  get path(): string {
+    return this.options.path ?? process.env.WARREN_SPAWNER ?? DEFAULT_SPAWNER_PATH;
+  }
+
   /** 'helper' while the helper runs, 'fallback' once child_process is used instead. */
   get backend(): 'idle' | 'helper' | 'fallback' {
     return this.mode;
@@ -351,7 +356,7 @@ export class Spawner {
   }
 
   private startHelper(): void {
-    const path = this.options.path ?? process.env.WARREN_SPAWNER ?? DEFAULT_SPAWNER_PATH;
+    const path = this.path;
     try {
       accessSync(path, fsConstants.X_OK);
     } catch {

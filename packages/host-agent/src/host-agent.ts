@@ -247,7 +247,11 @@ export class HostAgent {
     const channel = new GuestChannel(join(channelDir, 'agent.sock'), () => ({
       sandbox_id: id,
       env: {},
-      defaults: { env: opts.env ?? {}, ...(opts.cwd ? { cwd: opts.cwd } : {}) },
+      defaults: {
+        env: opts.env ?? {},
+        ...(opts.cwd ? { cwd: opts.cwd } : {}),
+        ...(opts.user ? { user: opts.user } : {}),
+      },
     }));
     const spec: SandboxSpec = {
       id,

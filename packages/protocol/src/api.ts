@@ -356,6 +356,14 @@ export const ExecRequest = Type.Object(
         description: 'Start and return at once with the process; reattach with /processes.',
       }),
     ),
+    user: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description:
+          'Run as this user of the sandbox: "root", a name, "uid", "uid:gid" or "name:group". Default: the template\'s user (root unless the image sets one).',
+      }),
+    ),
   },
   Strict,
 );

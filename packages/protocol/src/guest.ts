@@ -71,7 +71,7 @@ export interface GuestHello {
    * a template bake: the agent keeps them, so every copy restored from the
    * snapshot has them, under each sandbox's own env.
    */
-  defaults?: { env: Record<string, string>; cwd?: string };
+  defaults?: { env: Record<string, string>; cwd?: string; user?: string };
 }
 
 /**
@@ -125,6 +125,8 @@ export interface GuestProcessStart {
   timeout_ms?: number;
   /** Keep the process (and its output) listed after the response ends. */
   background?: boolean;
+  /** Run as this user: "root", a name, "uid", "uid:gid" or "name:group" (default root). */
+  user?: string;
 }
 
 export type { ExecEvent, FileInfo, ProcessInfo };

@@ -27,6 +27,8 @@ export interface RunOptions extends OutputHandlers {
   timeout?: number;
   /** Start and return a CommandHandle at once instead of waiting for the exit. */
   background?: boolean;
+  /** Run as this user of the sandbox: "root", a name, "uid", "uid:gid" or "name:group". */
+  user?: string;
   /** Aborts the HTTP request (the process itself is not signalled). */
   signal?: AbortSignal;
 }
@@ -36,7 +38,14 @@ export function toExecRequest(cmd: string, opts: RunOptions = {}): ExecRequest {
   // The API never involves a shell; a bare command line runs through one, so
   // run('ls -la | wc -l') does what a user expects.
   const program = opts.args ? { cmd, args: opts.args } : { cmd: '/bin/sh', args: ['-c', cmd] };
-  return { ...program, env: opts.env, cwd: opts.cwd, stdin: opts.stdin, timeout: opts.timeout };
+  const req = {
+    ...program,
+    env: opts.env,
+    cwd: opts.cwd,
+    stdin: opts.stdin,
+    timeout: opts.timeout,
+  };
+  return opts.user !== undefined ? { ...req, user: opts.user } : req;
 }
 
 export class Commands {

@@ -182,7 +182,14 @@ export class TemplateBuilder {
         size.max_cpu,
         size.max_memory_mb,
         join(dir, 'snapshot.tmp'),
-        { env: meta.env, cwd: meta.workdir, start: meta.start, ready: meta.ready, progress },
+        {
+          env: meta.env,
+          cwd: meta.workdir,
+          user: meta.user,
+          start: meta.start,
+          ready: meta.ready,
+          progress,
+        },
       );
       const { image: img, ...kept } = spec;
       await writeFile(
@@ -235,7 +242,14 @@ export class TemplateBuilder {
         rec.max_cpu,
         rec.max_memory_mb,
         join(this.host.templates.dir(rec.name), 'snapshot.tmp'),
-        { env: rec.env, cwd: rec.workdir, start: rec.start, ready: rec.ready, progress },
+        {
+          env: rec.env,
+          cwd: rec.workdir,
+          user: rec.user,
+          start: rec.start,
+          ready: rec.ready,
+          progress,
+        },
       );
       return await this.host.templates.commit(
         {

@@ -18,6 +18,8 @@ import type { Progress } from './rootfs';
 export interface BakeOptions {
   env?: Record<string, string>;
   cwd?: string | null;
+  /** The template's default user (an image's `User`); its processes, start command included, run as it. */
+  user?: string | null;
   start?: string[] | null;
   ready?: ReadyProbe | null;
   progress?: Progress;

@@ -41,6 +41,7 @@ function toGuest(body: ExecRequestT, background: boolean): GuestProcessStart {
     stdin: body.stdin,
     timeout_ms: body.timeout !== undefined ? Math.round(body.timeout * 1000) : undefined,
     background,
+    user: body.user,
   };
 }
 
