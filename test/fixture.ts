@@ -5,7 +5,7 @@
  * every sandbox, checks runsc holds none, and removes the state directory.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { startPlatform, type Platform, type StartOptions } from '@warren/server';
 
@@ -143,3 +143,33 @@ export const COUNTER = [
   "    __import__('os').replace('/tmp/count.tmp', '/tmp/count')",
   '    time.sleep(0.05)',
 ].join('\n');
+
+/**
+ * Runs the `warren` CLI as a child process against the platform (asynchronously:
+ * the platform serves from this process). No token file of a platform on this
+ * machine may be picked up instead of the one given.
+ */
+export function runCli(
+  p: TestPlatform,
+  args: string[],
+  cwd = process.cwd(),
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(REPO, 'packages/cli/bin/warren.js'), ...args], {
+      cwd,
+      env: {
+        ...process.env,
+        WARREN_API: p.url,
+        WARREN_API_KEY: p.adminToken,
+        WARREN_HOME: join(cwd, 'no-warren-home'),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}

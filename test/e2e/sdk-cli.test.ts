@@ -4,14 +4,11 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Sandbox, WarrenError, listTemplates, type ConnectionOptions } from '@warren/sdk';
-import { REPO, startTestPlatform, type TestPlatform } from '../fixture';
-
-const CLI = join(REPO, 'packages/cli/bin/warren.js');
+import { runCli, startTestPlatform, type TestPlatform } from '../fixture';
 
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 
@@ -28,28 +25,7 @@ describe('TypeScript SDK and CLI (real gVisor)', () => {
   let conn: ConnectionOptions;
   let tmp: string;
 
-  /** Runs the CLI as a child process (asynchronously: the platform serves from this process). */
-  function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [CLI, ...args], {
-        cwd: tmp,
-        env: {
-          ...process.env,
-          WARREN_API: p.url,
-          WARREN_API_KEY: p.adminToken,
-          // No token file of a platform on this machine may be picked up instead.
-          WARREN_HOME: join(tmp, 'no-home'),
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.once('error', reject);
-      child.once('close', (code) => resolve({ code, stdout, stderr }));
-    });
-  }
+  const cli = (args: string[]) => runCli(p, args, tmp);
 
   before(async () => {
     p = await startTestPlatform();

@@ -12,7 +12,7 @@
  *   the image's libc is, and that the image's own musl programs run.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
@@ -27,12 +27,12 @@ import {
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
-  REPO,
   TEMPLATES_DIR,
   createSandbox,
   exec,
   startTestPlatform,
   type TestPlatform,
+  runCli,
 } from '../fixture';
 import { dockerSave, ociLayout, tarImage, tarOf, tarOfDir } from '../images';
 
@@ -305,27 +305,7 @@ describe('templates from images', () => {
 });
 
 describe('templates from recipes', () => {
-  /** The CLI as a child process (the platform serves from this process). */
-  function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [join(REPO, 'packages/cli/bin/warren.js'), ...args], {
-        cwd: tmp,
-        env: {
-          ...process.env,
-          WARREN_API: p.url,
-          WARREN_API_KEY: p.adminToken,
-          WARREN_HOME: join(tmp, 'no-home'),
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.once('error', reject);
-      child.once('close', (code) => resolve({ code, stdout, stderr }));
-    });
-  }
+  const cli = (args: string[]) => runCli(p, args, tmp);
 
   test('a failing step names the step and leaves nothing (API and CLI)', async () => {
     const steps = [{ run: 'echo one' }, { run: 'echo oops >&2; exit 3' }, { run: 'echo never' }];

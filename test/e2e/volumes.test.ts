@@ -8,15 +8,14 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { spawn } from 'node:child_process';
 import { Sandbox, Volumes, WarrenError } from '@warren/sdk';
 import {
-  REPO,
   createSandbox,
   exec,
   startTestPlatform,
   unmountBelow,
   type TestPlatform,
+  runCli,
 } from '../fixture';
 
 async function expectError(res: Response, status: number, code: string): Promise<void> {
@@ -226,20 +225,7 @@ describe('volumes through the SDK and CLI (real gVisor)', () => {
     await p?.stop();
   });
 
-  function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [join(REPO, 'packages/cli/bin/warren.js'), ...args], {
-        env: { ...process.env, WARREN_API: p.url, WARREN_API_KEY: p.adminToken },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.once('error', reject);
-      child.once('close', (code) => resolve({ code, stdout, stderr }));
-    });
-  }
+  const cli = (args: string[]) => runCli(p, args);
 
   it('warren volume create|ls|rm and Sandbox.create({ volumes })', async () => {
     const conn = { apiUrl: p.url, apiKey: p.adminToken };

@@ -58,6 +58,24 @@ export const VolumeAttachment = Type.Object(
 );
 export type VolumeAttachment = Static<typeof VolumeAttachment>;
 
+/** Settable at create and by PATCH: persistence and idle hibernation. */
+const Persistence = {
+  persistent: Type.Optional(
+    Type.Boolean({
+      description:
+        'Never destroyed by the TTL; hibernated after idle_timeout_seconds without activity instead.',
+    }),
+  ),
+  idle_timeout_seconds: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 7 * 24 * 3600,
+      description:
+        'For persistent sandboxes: hibernate after this long idle (no API call, no open exec stream, CPU below the threshold). Default 300.',
+    }),
+  ),
+};
+
 export const CreateSandboxRequest = Type.Object(
   {
     template: Type.String({ default: 'base', minLength: 1, maxLength: 64 }),
@@ -79,20 +97,7 @@ export const CreateSandboxRequest = Type.Object(
           'Destroyed after this long without API activity. Default: the server setting (3600).',
       }),
     ),
-    persistent: Type.Optional(
-      Type.Boolean({
-        description:
-          'Never destroyed by the TTL; hibernated after idle_timeout_seconds without activity instead.',
-      }),
-    ),
-    idle_timeout_seconds: Type.Optional(
-      Type.Integer({
-        minimum: 1,
-        maximum: 7 * 24 * 3600,
-        description:
-          'For persistent sandboxes: hibernate after this long idle (no API call, no open exec stream, CPU below the threshold). Default 300.',
-      }),
-    ),
+    ...Persistence,
     cpu: Type.Optional(
       Type.Number({
         exclusiveMinimum: 0,
@@ -139,20 +144,7 @@ export const UpdateSandboxRequest = Type.Object(
   {
     metadata: Type.Optional(Labels),
     ttl_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 })),
-    persistent: Type.Optional(
-      Type.Boolean({
-        description:
-          'Never destroyed by the TTL; hibernated after idle_timeout_seconds without activity instead.',
-      }),
-    ),
-    idle_timeout_seconds: Type.Optional(
-      Type.Integer({
-        minimum: 1,
-        maximum: 7 * 24 * 3600,
-        description:
-          'For persistent sandboxes: hibernate after this long idle (no API call, no open exec stream, CPU below the threshold). Default 300.',
-      }),
-    ),
+    ...Persistence,
   },
   Strict,
 );

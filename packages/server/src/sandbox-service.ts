@@ -345,13 +345,7 @@ export class SandboxService {
       const launched = await Promise.allSettled(
         Array.from({ length: req.count }, () =>
           this.launch(orgId, {
-            template: parent.template,
-            cpu: parent.cpu,
-            memoryMb: parent.memory_mb,
-            env: JSON.parse(parent.env) as Record<string, string>,
-            metadata: req.metadata ?? (JSON.parse(parent.metadata) as Record<string, string>),
-            ttlSeconds: req.ttl_seconds ?? parent.ttl_seconds,
-            ...this.inherit(parent),
+            ...this.inherit(parent, req),
             forkKind: 'memory',
             from: { imageDir: join(dir, 'image'), spec },
             cause: `forked from ${id}`,
@@ -371,9 +365,21 @@ export class SandboxService {
     }
   }
 
-  /** What a child takes from its parent besides the image: lineage and lifecycle settings. */
-  private inherit(parent: SandboxRow): Partial<LaunchOptions> & { network: SandboxNetwork } {
+  /**
+   * What a fork child takes from its parent besides the image: sizing, env,
+   * lineage and lifecycle settings; labels and TTL unless the request sets them.
+   */
+  private inherit(
+    parent: SandboxRow,
+    req: ForkRequest,
+  ): Omit<LaunchOptions, 'forkKind' | 'from' | 'cause'> {
     return {
+      template: parent.template,
+      cpu: parent.cpu,
+      memoryMb: parent.memory_mb,
+      env: JSON.parse(parent.env) as Record<string, string>,
+      metadata: req.metadata ?? (JSON.parse(parent.metadata) as Record<string, string>),
+      ttlSeconds: req.ttl_seconds ?? parent.ttl_seconds,
       parentId: parent.id,
       parentLineage: JSON.parse(parent.lineage) as string[],
       persistent: parent.persistent === 1,
@@ -400,13 +406,7 @@ export class SandboxService {
     try {
       const { spec } = await this.locked(id, () => this.host.capture(id, join(dir, 'image')));
       return await this.launch(orgId, {
-        template: parent.template,
-        cpu: parent.cpu,
-        memoryMb: parent.memory_mb,
-        env: JSON.parse(parent.env) as Record<string, string>,
-        metadata: req.metadata ?? (JSON.parse(parent.metadata) as Record<string, string>),
-        ttlSeconds: req.ttl_seconds ?? parent.ttl_seconds,
-        ...this.inherit(parent),
+        ...this.inherit(parent, req),
         forkKind: 'disk',
         from: { imageDir: join(dir, 'image'), spec },
         reset: true,

@@ -172,6 +172,47 @@ export class EgressProxy {
     });
   }
 
+  /** A connection the policy (or the protocol) refused: nothing went either way. */
+  private logDenied(
+    sbx: SandboxEgress,
+    target: Pick<EgressRecord, 'protocol' | 'host' | 'port'>,
+    reason: string,
+    started: number,
+  ): void {
+    this.log(
+      sbx,
+      { ...target, address: null, decision: 'denied', reason, bytes_out: 0, bytes_in: 0 },
+      started,
+    );
+  }
+
+  /** Connects to an allowed destination; a failure is logged and gives null. */
+  private async connectLogged(
+    sbx: SandboxEgress,
+    target: Pick<EgressRecord, 'protocol' | 'host' | 'port'>,
+    addresses: string[],
+    port: number,
+    started: number,
+  ): Promise<Socket | null> {
+    try {
+      return await this.connectUpstream(addresses, port);
+    } catch (err) {
+      this.log(
+        sbx,
+        {
+          ...target,
+          address: addresses[0] ?? null,
+          decision: 'allowed',
+          reason: `upstream failed: ${(err as Error).message}`,
+          bytes_out: 0,
+          bytes_in: 0,
+        },
+        started,
+      );
+      return null;
+    }
+  }
+
   /** The policy's decision, resolving the name on this host only when the policy may allow it. */
   private async decide(
     sbx: SandboxEgress,
@@ -327,20 +368,7 @@ export class EgressProxy {
     const port = Number(url.port || 80);
     const { decision, addresses, host } = await this.decide(sbx, url.hostname, port);
     if (!decision.allowed) {
-      this.log(
-        sbx,
-        {
-          protocol: 'http',
-          host,
-          port,
-          address: null,
-          decision: 'denied',
-          reason: decision.reason,
-          bytes_out: 0,
-          bytes_in: 0,
-        },
-        started,
-      );
+      this.logDenied(sbx, { protocol: 'http', host, port }, decision.reason, started);
       return this.deny(res, decision.reason);
     }
     let address = addresses[0]!;
@@ -375,18 +403,7 @@ export class EgressProxy {
     const port = Number(m?.[2] ?? 0);
     const record = { protocol: 'connect' as const, host, port };
     if (!decision.allowed) {
-      this.log(
-        sbx,
-        {
-          ...record,
-          address: null,
-          decision: 'denied',
-          reason: decision.reason,
-          bytes_out: 0,
-          bytes_in: 0,
-        },
-        started,
-      );
+      this.logDenied(sbx, record, decision.reason, started);
       const body = `warren egress: denied: ${decision.reason}\n`;
       client.end(
         `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\nx-warren-egress: denied\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
@@ -394,23 +411,8 @@ export class EgressProxy {
       return;
     }
     if (sbx.secrets.has(host)) return this.intercept(sbx, client, head, host, port, addresses);
-    let upstream: Socket;
-    try {
-      upstream = await this.connectUpstream(addresses, port);
-    } catch (err) {
-      const reason = `upstream failed: ${(err as Error).message}`;
-      this.log(
-        sbx,
-        {
-          ...record,
-          address: addresses[0] ?? null,
-          decision: 'allowed',
-          reason,
-          bytes_out: 0,
-          bytes_in: 0,
-        },
-        started,
-      );
+    const upstream = await this.connectLogged(sbx, record, addresses, port, started);
+    if (!upstream) {
       client.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
       return;
     }
@@ -469,20 +471,7 @@ export class EgressProxy {
     // The policy may have changed since the tunnel opened: decide again for every request.
     const { decision } = await this.decide(sbx, host, port);
     if (!decision.allowed) {
-      this.log(
-        sbx,
-        {
-          protocol: 'connect',
-          host,
-          port,
-          address: null,
-          decision: 'denied',
-          reason: decision.reason,
-          bytes_out: 0,
-          bytes_in: 0,
-        },
-        started,
-      );
+      this.logDenied(sbx, { protocol: 'connect', host, port }, decision.reason, started);
       return this.deny(res, decision.reason);
     }
     this.forward(
@@ -548,18 +537,10 @@ export class EgressProxy {
       port = (await readBytes(socket, 2)).readUInt16BE(0);
       if (ver !== 5 || cmd !== 1) {
         // BIND and UDP ASSOCIATE are refused: no UDP leaves a sandbox.
-        this.log(
+        this.logDenied(
           sbx,
-          {
-            protocol: 'socks5',
-            host,
-            port,
-            address: null,
-            decision: 'denied',
-            reason: `SOCKS command ${cmd} not supported`,
-            bytes_out: 0,
-            bytes_in: 0,
-          },
+          { protocol: 'socks5', host, port },
+          `SOCKS command ${cmd} not supported`,
           started,
         );
         return void socket.end(Buffer.from([5, 7, 0, 1, 0, 0, 0, 0, 0, 0]));
@@ -570,37 +551,11 @@ export class EgressProxy {
     const { decision, addresses, host: name } = await this.decide(sbx, host, port);
     const record = { protocol: 'socks5' as const, host: name, port };
     if (!decision.allowed) {
-      this.log(
-        sbx,
-        {
-          ...record,
-          address: null,
-          decision: 'denied',
-          reason: decision.reason,
-          bytes_out: 0,
-          bytes_in: 0,
-        },
-        started,
-      );
+      this.logDenied(sbx, record, decision.reason, started);
       return void socket.end(Buffer.from([5, 2, 0, 1, 0, 0, 0, 0, 0, 0]));
     }
-    let upstream: Socket;
-    try {
-      upstream = await this.connectUpstream(addresses, port);
-    } catch (err) {
-      const reason = `upstream failed: ${(err as Error).message}`;
-      this.log(
-        sbx,
-        {
-          ...record,
-          address: addresses[0] ?? null,
-          decision: 'allowed',
-          reason,
-          bytes_out: 0,
-          bytes_in: 0,
-        },
-        started,
-      );
+    const upstream = await this.connectLogged(sbx, record, addresses, port, started);
+    if (!upstream) {
       return void socket.end(Buffer.from([5, 5, 0, 1, 0, 0, 0, 0, 0, 0]));
     }
     socket.write(Buffer.from([5, 0, 0, 1, 0, 0, 0, 0, 0, 0]));

@@ -55,6 +55,18 @@ export function checkTemplateName(name: string): void {
 export const DEFAULT_DISK_MB = 2048;
 export const MAX_DISK_MB = 20480;
 
+/** A template record's sizing fields from its metadata. */
+function sizing(meta: TemplateMeta) {
+  return {
+    default_cpu: meta.defaultCpu,
+    default_memory_mb: meta.defaultMemoryMb,
+    max_cpu: meta.maxCpu,
+    max_memory_mb: meta.maxMemoryMb,
+    default_disk_mb: meta.defaultDiskMb ?? DEFAULT_DISK_MB,
+    max_disk_mb: meta.maxDiskMb ?? MAX_DISK_MB,
+  };
+}
+
 /** The official templates this release knows how to build. */
 export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
   base: {
@@ -187,12 +199,7 @@ export class TemplateCatalog {
       id: previous?.id ?? newId('template'),
       name: recipe.name,
       state: 'ready',
-      default_cpu: recipe.defaultCpu,
-      default_memory_mb: recipe.defaultMemoryMb,
-      max_cpu: recipe.maxCpu,
-      max_memory_mb: recipe.maxMemoryMb,
-      default_disk_mb: recipe.defaultDiskMb ?? DEFAULT_DISK_MB,
-      max_disk_mb: recipe.maxDiskMb ?? MAX_DISK_MB,
+      ...sizing(recipe),
       rootfs_bytes: await duBytes(join(dir, 'rootfs')),
       snapshot_bytes: await duBytes(snapshot),
       built_at: new Date().toISOString(),
@@ -229,12 +236,7 @@ export class TemplateCatalog {
       ...(previous ?? {
         id: newId('template'),
         name: meta.name,
-        default_cpu: meta.defaultCpu,
-        default_memory_mb: meta.defaultMemoryMb,
-        max_cpu: meta.maxCpu,
-        max_memory_mb: meta.maxMemoryMb,
-        default_disk_mb: meta.defaultDiskMb ?? DEFAULT_DISK_MB,
-        max_disk_mb: meta.maxDiskMb ?? MAX_DISK_MB,
+        ...sizing(meta),
         rootfs_bytes: 0,
         snapshot_bytes: 0,
         built_at: new Date().toISOString(),
