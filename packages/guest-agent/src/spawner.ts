@@ -17,265 +17,41 @@
  *
  * The helper does not keep the event loop alive on its own: it is unref'd
  * while no child of it runs (guest-agent tests start and stop Spawners).
+ *
+ * The frames and message types are in spawner/wire.ts, SpawnedChild in
+ * spawner/child.ts, and the child_process fallback in spawner/direct.ts.
  */
 import { spawn as spawnProcess, type ChildProcess } from 'node:child_process';
-import { EventEmitter } from 'node:events';
 import { accessSync, constants as fsConstants } from 'node:fs';
 import { constants } from 'node:os';
-import { Readable } from 'node:stream';
 import { GUEST_AGENT_DIR } from '@warren/protocol/guest';
+import { type Backend, SpawnedChild, type SpawnOptions } from './spawner/child';
+import { spawnDirect } from './spawner/direct';
+import {
+  errnoError,
+  EV_EXITED,
+  EV_SPAWN_FAILED,
+  EV_STARTED,
+  EV_STDERR,
+  EV_STDERR_EOF,
+  EV_STDOUT,
+  EV_STDOUT_EOF,
+  HEADER,
+  REQ_HOSTNAME,
+  REQ_RELEASE,
+  REQ_SIGNAL,
+  REQ_SPAWN,
+  REQ_STDIN,
+  REQ_STDIN_CLOSE,
+  SIGNAL_NAMES,
+  spawnPayload,
+  STDIN_FRAME,
+} from './spawner/wire';
+
+export { SpawnedChild, type SpawnOptions };
 
 /** Where the guest bundle puts the helper (the bundle is mounted at /opt/warren). */
 export const DEFAULT_SPAWNER_PATH = `${GUEST_AGENT_DIR}/spawner`;
-
-const REQ_SPAWN = 1;
-const REQ_STDIN = 2;
-const REQ_STDIN_CLOSE = 3;
-const REQ_SIGNAL = 4;
-const REQ_RELEASE = 5;
-const REQ_HOSTNAME = 6;
-const EV_STARTED = 0x11;
-const EV_SPAWN_FAILED = 0x12;
-const EV_STDOUT = 0x13;
-const EV_STDERR = 0x14;
-const EV_STDOUT_EOF = 0x15;
-const EV_STDERR_EOF = 0x16;
-const EV_EXITED = 0x17;
-const HEADER = 9;
-/** Stdin is sent in frames of at most this size (the helper refuses frames over 64 MiB). */
-const STDIN_FRAME = 1024 * 1024;
-
-/** Number to name; the first name wins (EAGAIN, not EWOULDBLOCK; SIGABRT, not SIGIOT), as in Node. */
-function byNumber<T extends string>(table: Record<string, number>): Map<number, T> {
-  const map = new Map<number, T>();
-  for (const [name, n] of Object.entries(table)) if (!map.has(n)) map.set(n, name as T);
-  return map;
-}
-const ERRNO_NAMES = byNumber<string>(constants.errno);
-const SIGNAL_NAMES = byNumber<NodeJS.Signals>(constants.signals);
-const SIGNAL_NUMBERS = new Map<string, number>(Object.entries(constants.signals));
-
-export interface SpawnOptions {
-  cmd: string;
-  args: readonly string[];
-  env: NodeJS.ProcessEnv;
-  cwd: string;
-}
-
-type Stream = 'stdout' | 'stderr';
-
-/** What a SpawnedChild is backed by: the helper or a child_process ChildProcess. */
-interface Backend {
-  writeStdin(data: Buffer): void;
-  closeStdin(): void;
-  kill(signal: number): void;
-  release(): void;
-}
-
-interface SpawnedChildEvents {
-  spawn: [];
-  error: [err: NodeJS.ErrnoException];
-  exit: [code: number | null, signal: NodeJS.Signals | null];
-  /** After `exit` once stdout and stderr have both closed, as with ChildProcess. */
-  close: [code: number | null, signal: NodeJS.Signals | null];
-}
-
-/**
- * A process started by a Spawner. Its process group is its own (pgid = pid),
- * and `kill` signals the whole group. Events: `spawn`, `error` (failed to
- * start, a Node-style errno error such as code 'ENOENT'), `exit`, `close`.
- * As with ChildProcess, `close` needs both stdout and stderr consumed (or
- * released).
- */
-export class SpawnedChild extends EventEmitter<SpawnedChildEvents> {
-  pid: number | undefined;
-  /** Raw output as Buffers; nothing is decoded here. */
-  readonly stdout = new Readable({ read() {} });
-  readonly stderr = new Readable({ read() {} });
-  private backend: Backend | null = null;
-  private stdinEnded = false;
-  private exitStatus: [number | null, NodeJS.Signals | null] | null = null;
-  private openStreams = 2;
-  private readonly ended = { stdout: false, stderr: false };
-  private closed = false;
-  /** Stdin written before the start was confirmed, to replay if the spawn is retried. */
-  private preStart: Array<Buffer | null> | null = [];
-
-  constructor(readonly options: SpawnOptions) {
-    super();
-    for (const s of [this.stdout, this.stderr]) {
-      s.once('close', () => {
-        this.openStreams -= 1;
-        this.maybeClose();
-      });
-    }
-  }
-
-  /** False once stdin was closed (or the process has exited or failed to start). */
-  get stdinWritable(): boolean {
-    return !this.stdinEnded && this.exitStatus === null;
-  }
-
-  writeStdin(data: Buffer | string): void {
-    if (!this.stdinWritable) return;
-    const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    this.preStart?.push(buf);
-    this.backend?.writeStdin(buf);
-  }
-
-  closeStdin(): void {
-    if (!this.stdinWritable) return;
-    this.stdinEnded = true;
-    this.preStart?.push(null);
-    this.backend?.closeStdin();
-  }
-
-  /** Sends a signal to the child's whole process group. */
-  kill(signal: NodeJS.Signals | number = 'SIGTERM'): void {
-    const n = typeof signal === 'number' ? signal : SIGNAL_NUMBERS.get(signal);
-    if (n === undefined) {
-      throw Object.assign(new TypeError(`Unknown signal: ${String(signal)}`), {
-        code: 'ERR_UNKNOWN_SIGNAL',
-      });
-    }
-    this.backend?.kill(n);
-  }
-
-  /** Stops waiting for output (a grandchild may hold the pipes): the streams are destroyed. */
-  release(): void {
-    this.stdout.destroy();
-    this.stderr.destroy();
-    this.backend?.release();
-  }
-
-  // The methods below are called by the backends only.
-
-  /** @internal Attaches a backend and replays stdin given before a retried start. */
-  attach(backend: Backend, replay: boolean): void {
-    this.backend = backend;
-    if (!replay) return;
-    for (const op of this.preStart ?? []) {
-      if (op) backend.writeStdin(op);
-      else backend.closeStdin();
-    }
-  }
-
-  /** @internal */
-  started(pid: number): void {
-    this.pid = pid;
-    this.preStart = null;
-    this.emit('spawn');
-  }
-
-  /** @internal */
-  failed(err: NodeJS.ErrnoException): void {
-    this.preStart = null;
-    this.stdinEnded = true;
-    this.stdout.destroy();
-    this.stderr.destroy();
-    this.emit('error', err);
-  }
-
-  /** @internal */
-  output(stream: Stream, data: Buffer | null): void {
-    if (this.ended[stream]) return;
-    if (data === null) this.ended[stream] = true;
-    if (!this[stream].destroyed) this[stream].push(data);
-  }
-
-  /** @internal */
-  exited(code: number | null, signal: NodeJS.Signals | null): void {
-    if (this.exitStatus) return;
-    this.exitStatus = [code, signal];
-    this.emit('exit', code, signal);
-    this.maybeClose();
-  }
-
-  private maybeClose(): void {
-    if (this.closed || !this.exitStatus || this.openStreams > 0) return;
-    this.closed = true;
-    this.emit('close', ...this.exitStatus);
-  }
-}
-
-/** Node's checks, so a bad argument fails as it did with child_process.spawn. */
-function invalidArg(name: string, value: string, reason: string): Error {
-  return Object.assign(
-    new TypeError(`The argument '${name}' ${reason}. Received ${JSON.stringify(value)}`),
-    { code: 'ERR_INVALID_ARG_VALUE' },
-  );
-}
-
-/** The SPAWN payload: NUL-terminated cwd, cmd, argc, args..., envc, K=V...; throws like Node. */
-function spawnPayload({ cmd, args, env, cwd }: SpawnOptions): Buffer {
-  if (typeof cmd !== 'string' || !Array.isArray(args)) {
-    const message = 'The "file" and "args" arguments must be a string and an array';
-    throw Object.assign(new TypeError(message), { code: 'ERR_INVALID_ARG_TYPE' });
-  }
-  if (cmd.length === 0) throw invalidArg('file', cmd, 'cannot be empty');
-  const envPairs: string[] = [];
-  for (const [key, value] of Object.entries(env)) {
-    if (value !== undefined) envPairs.push(`${key}=${value}`);
-  }
-  const argv = args.map(String);
-  const parts = [cwd, cmd, String(argv.length), ...argv, String(envPairs.length), ...envPairs];
-  for (const p of parts) {
-    if (p.includes('\0')) throw invalidArg('args', p, 'must be a string without null bytes');
-  }
-  return Buffer.from(parts.join('\0') + '\0', 'utf8');
-}
-
-function errnoError(errno: number, { cmd, args }: SpawnOptions): NodeJS.ErrnoException {
-  const code = ERRNO_NAMES.get(errno) ?? `E${errno}`;
-  return Object.assign(new Error(`spawn ${cmd} ${code}`), {
-    errno: -errno,
-    code,
-    syscall: `spawn ${cmd}`,
-    path: cmd,
-    spawnargs: [...args],
-  });
-}
-
-/** Starts `child` with child_process.spawn; a synchronous throw is rethrown. */
-function spawnDirect(child: SpawnedChild, replay: boolean): void {
-  const { cmd, args, env, cwd } = child.options;
-  // Own session and process group, so a timeout or kill reaches the whole tree.
-  const cp: ChildProcess = spawnProcess(cmd, [...args], {
-    cwd,
-    env,
-    detached: true,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  cp.stdin?.on('error', () => {}); // EPIPE when the program never reads stdin
-  child.attach(
-    {
-      writeStdin: (data) => cp.stdin?.write(data),
-      closeStdin: () => cp.stdin?.end(),
-      kill: (signal) => {
-        try {
-          if (cp.pid !== undefined) process.kill(-cp.pid, signal);
-        } catch {
-          cp.kill(signal);
-        }
-      },
-      release: () => {
-        cp.stdout?.destroy();
-        cp.stderr?.destroy();
-      },
-    },
-    replay,
-  );
-  cp.once('spawn', () => child.started(cp.pid ?? 0));
-  cp.on('error', (err: NodeJS.ErrnoException) => {
-    if (cp.pid === undefined) child.failed(err);
-  });
-  for (const name of ['stdout', 'stderr'] as const) {
-    const s = cp[name];
-    s?.on('data', (chunk: Buffer) => child.output(name, chunk));
-    s?.once('close', () => child.output(name, null));
-  }
-  cp.once('exit', (code, signal) => child.exited(code, signal));
-}
 
 interface HelperEntry {
   child: SpawnedChild;
