@@ -1,4 +1,17 @@
-/** Median and p95 of timing samples, and the table the benchmark prints. */
+/** Timing samples: taking them, median and p95, and the table the benchmark prints. */
+export const now = () => performance.now();
+
+export async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
+  const t = now();
+  const v = await fn();
+  return [now() - t, v];
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)]!;
+}
+
 export function percentile(samples: number[], p: number): number {
   const sorted = [...samples].sort((a, b) => a - b);
   if (sorted.length === 0) return NaN;
