@@ -35,7 +35,7 @@ export class Direct {
     image?: string,
     template = 'base',
   ): Promise<[number, string]> {
-    const t = await p.context.host.templates.get(template);
+    const t = await p.host.templateRecord(template);
     const guest = join(p.context.config.templatesDir, '.guest', t.guest_key);
     const id = `direct-${process.pid}-${this.n++}`;
     const workDir = join(this.dir, id);

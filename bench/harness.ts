@@ -26,7 +26,7 @@ export function harness(p: TestPlatform, direct: Direct): Harness {
   };
   const deleteAll = async (ids: string[]) => {
     for (const id of ids) await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
-    await p.context.host.settle();
+    await p.host.settle();
   };
   const destroyDirect = async (ids: string[]) => {
     for (const id of ids) await direct.driver.destroy(id);

@@ -72,7 +72,7 @@ async function main(): Promise<void> {
     );
 
     console.log(
-      `\nWarren benchmark — runsc ${p.context.runtimeVersion}, ${new Date().toISOString()}\n`,
+      `\nWarren benchmark — runsc ${(await p.host.info()).runtime_version}, ${new Date().toISOString()}\n`,
     );
     printTable(rows);
     const targets = [

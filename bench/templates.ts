@@ -34,7 +34,7 @@ async function streamBuild(p: TestPlatform, path: string, body?: unknown): Promi
 /** Boots a root with runsc and checkpoints it at once: the bare runtime part of a bake. */
 async function directBake(p: TestPlatform, dir: string, n: number): Promise<number> {
   const driver = new GvisorDriver({ binary: RUNSC, stateDir: join(dir, 'runsc') });
-  const t = await p.context.host.templates.get('base');
+  const t = await p.host.templateRecord('base');
   const id = `direct-bake-${process.pid}-${n}`;
   const workDir = join(dir, id);
   mkdirSync(join(workDir, 'chan'), { recursive: true });
@@ -95,7 +95,7 @@ export async function templateRows(
       if (i < RUNS - 1) await p.api(`/v1/templates/bench-recipe-${i}`, { method: 'DELETE' });
     }
     const name = `bench-recipe-${RUNS - 1}`;
-    const tpl = await p.context.host.templates.get(name);
+    const tpl = await p.host.templateRecord(name);
     const create: Row = {
       name: 'create -> first exec (user-built template)',
       unit: 'ms',
@@ -112,7 +112,7 @@ export async function templateRows(
       await p.json(`/v1/sandboxes/${sbx.id}/exec`, { method: 'POST', json: { cmd: 'true' } });
       create.warren.push(now() - t);
       await p.api(`/v1/sandboxes/${sbx.id}`, { method: 'DELETE' });
-      await p.context.host.settle();
+      await p.host.settle();
       const [d, id] = await restoreAndExec(p, tpl.snapshot, name);
       create.direct.push(d);
       await destroyDirect([id]);

@@ -3,3 +3,4 @@ export * from './ids';
 export * from './api';
 export * from './guest';
 export * from './network';
+export * from './host';

@@ -136,8 +136,8 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
     const params = request.params as { id?: string } | undefined;
     const resource =
       request.auditResource ?? (params?.id ? { type: 'sandbox', id: params.id } : null);
-    await ctx.store
-      .audit({
+    await ctx.audit
+      .record({
         at: new Date().toISOString(),
         org_id: request.principal?.orgId ?? null,
         actor: request.principal?.tokenId ?? null,

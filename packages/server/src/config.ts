@@ -1,9 +1,8 @@
 /** Configuration from the environment (WARREN_*), with overrides for tests and `warren up`. */
-import { existsSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { DriverName, S3StoreConfig } from '@warren/host-agent';
+import type { DriverName, HostAgentConfig, S3StoreConfig } from '@warren/host-agent';
 import type { NetworkPolicy } from '@warren/protocol';
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
@@ -14,7 +13,8 @@ export interface Config {
   host: string;
   port: number;
   templatesDir: string;
-  runsc: string;
+  /** The runsc binary (WARREN_RUNSC); by default the host agent finds the one setup installed. */
+  runsc?: string;
   driver: DriverName;
   hostId: string;
   memoryBudgetMb: number;
@@ -109,14 +109,13 @@ export function loadConfig(
   overrides: Partial<Config> = {},
 ): Config {
   const home = overrides.home ?? env.WARREN_HOME ?? join(env.HOME ?? '/root', '.warren');
-  const bundledRunsc = join(REPO_ROOT, '.state/bin/runsc');
   const config: Config = {
     home,
     // Loopback unless told otherwise: the API is plain HTTP (put TLS in front to expose it).
     host: env.WARREN_HOST ?? '127.0.0.1',
     port: int(env.WARREN_PORT, 8080),
     templatesDir: env.WARREN_TEMPLATES_DIR ?? join(home, 'templates'),
-    runsc: env.WARREN_RUNSC ?? (existsSync(bundledRunsc) ? bundledRunsc : 'runsc'),
+    runsc: env.WARREN_RUNSC || undefined,
     driver: driverName(env.WARREN_DRIVER),
     hostId: env.WARREN_HOST_ID ?? 'host_local',
     memoryBudgetMb: int(env.WARREN_MEMORY_BUDGET_MB, defaultMemoryBudgetMb()),
@@ -146,4 +145,27 @@ export function loadConfig(
     ...overrides,
   };
   return config;
+}
+
+/** What the host agent of a single-node platform is started with. */
+export function hostAgentConfig(config: Config): HostAgentConfig {
+  return {
+    hostId: config.hostId,
+    home: config.home,
+    templatesDir: config.templatesDir,
+    driver: config.driver,
+    runsc: config.runsc,
+    memoryBudgetMb: config.memoryBudgetMb,
+    debianMirror: config.debianMirror,
+    readyTimeoutMs: config.readyTimeoutMs,
+    snapshotStore: config.snapshotStore,
+    egress: {
+      defaultPolicy: config.networkDefault,
+      presetsFile: config.networkPresetsFile,
+      hostsFile: config.egressHostsFile,
+      caFiles: config.egressCaFiles,
+      block: config.egressBlock,
+      unblock: config.egressUnblock,
+    },
+  };
 }

@@ -1,17 +1,32 @@
-import type { HostAgent } from '@warren/host-agent';
+import type { HostApi } from '@warren/protocol';
+import type { AuditService } from './audit-service';
 import type { Config } from './config';
-import type { SandboxService } from './sandbox-service';
+import type { SandboxCreator } from './sandboxes/create';
+import type { SandboxGuest } from './sandboxes/guest';
+import type { SandboxLifecycle } from './sandboxes/lifecycle';
+import type { NetworkService } from './sandboxes/network';
+import type { SnapshotService } from './sandboxes/snapshots';
 import type { Store } from './store/store';
+import type { TemplateService } from './template-service';
 import type { VolumeService } from './volume-service';
 
-/** What route modules need; built once in platform.ts. */
+/**
+ * What route modules need; built once in platform.ts. Routes call the
+ * services; the services reach the host through HostApi and the store.
+ */
 export interface AppContext {
   config: Config;
+  /** For authentication only: routes go through the services. */
   store: Store;
-  host: HostAgent;
-  sandboxes: SandboxService;
+  audit: AuditService;
+  host: HostApi;
+  sandboxes: SandboxLifecycle;
+  creator: SandboxCreator;
+  snapshots: SnapshotService;
+  guest: SandboxGuest;
+  network: NetworkService;
   volumes: VolumeService;
-  runtimeVersion: string;
+  templates: TemplateService;
   version: string;
   startedAt: number;
 }

@@ -1,29 +1,28 @@
 /**
  * Single-node platform: the control plane and one host agent in one process.
- * The same pieces run apart for many hosts later (PostgreSQL store, remote
- * host agents); here they are wired directly.
+ * The control plane reaches the agent only through HostApi, so several hosts
+ * later are a change of transport, not a rewrite.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  AddressGuard,
-  BUILTIN_PRESETS,
-  EgressCa,
-  EgressProxy,
-  HostAgent,
-  Resolver,
-  createDriver,
-  createSnapshotStore,
-  parseCidrList,
-} from '@warren/host-agent';
+import { createHostAgent, type LocalHostAgent } from '@warren/host-agent';
 import { buildApp, type App } from './app';
+import { AuditService } from './audit-service';
 import { ensureAdminToken } from './auth';
-import { loadConfig, type Config } from './config';
+import { hostAgentConfig, loadConfig, type Config } from './config';
 import type { AppContext } from './context';
-import { SandboxService } from './sandbox-service';
-import { VolumeService } from './volume-service';
+import { systemClock } from './sandboxes/clock';
+import { SandboxCreator } from './sandboxes/create';
+import { SandboxGuest } from './sandboxes/guest';
+import { SandboxLifecycle } from './sandboxes/lifecycle';
+import { NetworkService } from './sandboxes/network';
+import { reconcileSandboxes } from './sandboxes/reconcile';
+import { SnapshotService } from './sandboxes/snapshots';
+import { IdleSweeps } from './sandboxes/sweeps';
 import { openSqliteStore } from './store/open';
 import { Sweeper } from './sweeper';
+import { TemplateService } from './template-service';
+import { VolumeService } from './volume-service';
 
 export const VERSION = '0.1.0';
 
@@ -34,6 +33,8 @@ export interface Platform {
   config: Config;
   app: App;
   context: AppContext;
+  /** The in-process host agent (tests and benchmarks look at it directly). */
+  host: LocalHostAgent;
   sweeper: Sweeper;
   close(): Promise<void>;
 }
@@ -57,82 +58,44 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const config = loadConfig(process.env, overrides);
   const progress = onProgress ?? ((line: string) => console.log(`[warren] ${line}`));
   checkHome(config.home);
-  for (const dir of [
-    config.home,
-    join(config.home, 'sandboxes'),
-    join(config.home, 'runsc'),
-    config.templatesDir,
-  ]) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-  }
+  mkdirSync(config.home, { recursive: true, mode: 0o700 });
 
   const store = await openSqliteStore(join(config.home, 'warren.db'));
   const tokenFile = join(config.home, 'admin-token');
   const adminToken = await ensureAdminToken(store, tokenFile);
 
-  const driver = createDriver(config.driver, {
-    runsc: config.runsc,
-    stateDir: join(config.home, 'runsc'),
+  let network: NetworkService | null = null;
+  const host = await createHostAgent({
+    ...hostAgentConfig(config),
+    onEgressEvent: (sandboxId, e) => network?.record(sandboxId, e),
   });
-  const runtimeVersion = await driver.version();
-  const egress = new EgressProxy({
-    ca: await EgressCa.open(join(config.home, 'egress-ca'), config.egressCaFiles),
-    resolver: new Resolver(config.egressHostsFile ?? undefined),
-    guard: new AddressGuard({
-      block: parseCidrList(config.egressBlock),
-      unblock: parseCidrList(config.egressUnblock),
-    }),
-    presets: {
-      ...BUILTIN_PRESETS,
-      ...(config.networkPresetsFile
-        ? (JSON.parse(readFileSync(config.networkPresetsFile, 'utf8')) as Record<string, string[]>)
-        : {}),
-    },
-    onEvent: (sandboxId, e) =>
-      void store.insertEgressEvent({ sandbox_id: sandboxId, ...e }).catch(() => undefined),
-  });
-  // A bad server default is a start-up error, not a failure of every create.
-  egress.compile(config.networkDefault);
-  const host = new HostAgent(
-    {
-      hostId: config.hostId,
-      sandboxesDir: join(config.home, 'sandboxes'),
-      templatesDir: config.templatesDir,
-      memoryBudgetMb: config.memoryBudgetMb,
-      snapshotStore: createSnapshotStore(
-        join(config.home, 'snapshots', 'store'),
-        config.snapshotStore.kind === 's3' ? config.snapshotStore : undefined,
-      ),
-      debianMirror: config.debianMirror,
-      readyTimeoutMs: config.readyTimeoutMs,
-      egress,
-      volumesDir: join(config.home, 'volumes'),
-    },
-    driver,
-  );
-  for (const name of await host.templates.removeInterrupted())
-    progress(`removed template ${name}: its build was interrupted`);
-  for (const name of config.templates) await host.ensureTemplate(name, progress);
+  await host.templates.ensure(config.templates, progress);
 
-  mkdirSync(host.volumes.root, { recursive: true, mode: 0o700 });
   const volumes = new VolumeService(store, host, config);
   await volumes.mountAll(progress);
-  const sandboxes = new SandboxService(store, host, config, volumes);
-  await sandboxes.reconcile();
+  const sandboxes = new SandboxLifecycle(store, host, config, volumes, systemClock);
+  const creator = new SandboxCreator(store, host, config, volumes, sandboxes);
+  network = new NetworkService(store, host, sandboxes);
+  await reconcileSandboxes(store, host, sandboxes);
 
   const context: AppContext = {
     config,
     store,
+    audit: new AuditService(store),
     host,
     sandboxes,
+    creator,
+    snapshots: new SnapshotService(store, host, sandboxes, creator),
+    guest: new SandboxGuest(host, sandboxes),
+    network,
     volumes,
-    runtimeVersion,
+    templates: new TemplateService(store, host),
     version: VERSION,
     startedAt: Date.now(),
   };
   const app = await buildApp(context, logger ?? { level: config.logLevel });
   const sweeper = new Sweeper(
-    sandboxes,
+    new IdleSweeps(store, host, config, sandboxes),
     store,
     config.sweepIntervalMs,
     config.stoppedRetentionSeconds,
@@ -152,6 +115,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     config,
     app,
     context,
+    host,
     sweeper,
     async close() {
       if (closed) return;
@@ -164,8 +128,6 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
           await sandboxes.destroy(row.org_id, row.id, 'platform shut down').catch(() => undefined);
       }
       await host.close({ destroy: config.destroyOnClose });
-      // Volume data stays on disk; the next start mounts it again.
-      if (config.destroyOnClose) await host.volumes.unmountAll();
       await store.close();
     },
   };

@@ -1,6 +1,6 @@
 /** Periodic housekeeping: TTL expiry, idle hibernation, purge of old records. */
 import type { FastifyBaseLogger } from 'fastify';
-import type { SandboxService } from './sandbox-service';
+import type { IdleSweeps } from './sandboxes/sweeps';
 import type { Store } from './store/store';
 
 export class Sweeper {
@@ -8,7 +8,7 @@ export class Sweeper {
   private running: Promise<void> | null = null;
 
   constructor(
-    private readonly sandboxes: SandboxService,
+    private readonly sandboxes: IdleSweeps,
     private readonly store: Store,
     private readonly intervalMs: number,
     private readonly retentionSeconds: number,

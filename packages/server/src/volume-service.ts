@@ -3,16 +3,16 @@
  * host agent (HostVolumes). A volume is attached when a sandbox is created
  * and stays attached until that sandbox stops, through pause and hibernation.
  */
-import { statfs } from 'node:fs/promises';
 import { posix } from 'node:path';
 import {
   WarrenError,
   newId,
   type CreateVolumeRequest,
+  type HostApi,
+  type HostVolumeAttachment,
   type Volume,
   type VolumeAttachment,
 } from '@warren/protocol';
-import type { HostAgent, HostVolume } from '@warren/host-agent';
 import type { Config } from './config';
 import type { Store } from './store/store';
 import { VolumeQueries, type VolumeRow } from './store/volumes';
@@ -39,7 +39,7 @@ export class VolumeService {
 
   constructor(
     store: Store,
-    private readonly host: HostAgent,
+    private readonly host: HostApi,
     private readonly config: Config,
   ) {
     this.queries = new VolumeQueries(store.db);
@@ -68,15 +68,6 @@ export class VolumeService {
         'VOLUME_QUOTA_EXCEEDED',
         `size_mb ${req.size_mb} is over the limit of ${this.config.volumeMaxMb} MiB per volume`,
         { max_size_mb: this.config.volumeMaxMb },
-      );
-    // The image is sparse: refuse a size the host's disk could not hold today.
-    const fs = await statfs(this.host.volumes.root).catch(() => null);
-    const freeMb = fs ? Math.floor((fs.bavail * fs.bsize) / 1024 / 1024) : Infinity;
-    if (req.size_mb > freeMb)
-      throw new WarrenError(
-        'INSUFFICIENT_CAPACITY',
-        `the host has ${freeMb} MiB of disk free, less than ${req.size_mb} MiB`,
-        { requested_mb: req.size_mb, free_mb: freeMb },
       );
     const row: VolumeRow = {
       id: newId('volume'),
@@ -145,15 +136,14 @@ export class VolumeService {
   }
 
   /** Records the attachments (all or none) and returns what the host binds. */
-  async attach(orgId: string, sandboxId: string, reqs: VolumeAttachment[]): Promise<HostVolume[]> {
+  async attach(
+    orgId: string,
+    sandboxId: string,
+    reqs: VolumeAttachment[],
+  ): Promise<HostVolumeAttachment[]> {
     if (reqs.length === 0) return [];
     const rows = await this.queries.attach(orgId, sandboxId, reqs);
-    return reqs.map((r, i) => ({
-      id: rows[i]!.id,
-      name: r.name,
-      mountPath: r.mount_path,
-      readOnly: r.read_only,
-    }));
+    return reqs.map((r, i) => ({ ...r, id: rows[i]!.id }));
   }
 
   async detach(sandboxId: string): Promise<void> {
@@ -169,7 +159,7 @@ export class VolumeService {
     for (const v of await this.queries.all()) {
       if (v.host_id !== this.host.id) continue;
       await this.host.volumes
-        .ensureMounted(v.id)
+        .mount(v.id)
         .catch((err: Error) => report(`cannot mount volume ${v.name} (${v.id}): ${err.message}`));
     }
   }

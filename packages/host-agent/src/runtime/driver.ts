@@ -1,3 +1,5 @@
+import type { Socket } from 'node:net';
+
 /**
  * The one interface every sandbox runtime implements (gVisor today; microVM
  * drivers slot in here). The rest of Warren never imports a driver directly:
@@ -38,6 +40,24 @@ export interface DriverCapabilities {
   network: 'none' | 'netstack';
   /** Keeps written files in spec.filestoreDir, so a size-limited file system there caps them. */
   diskLimit: boolean;
+  /**
+   * Sandboxes are isolated from the host, so they may be given the host's
+   * egress proxy and its CA. False for a driver that runs guests as host
+   * processes: those must not touch the host's proxy settings or trust store.
+   */
+  egress: boolean;
+}
+
+/**
+ * Where the host meets a sandbox's guest agent. The guest dials out (a
+ * sandbox cannot be checkpointed while it listens on a host socket): its
+ * control connection, then one data connection per transfer. A Unix socket
+ * in the channel directory for gVisor; a microVM driver puts vsock here.
+ */
+export interface GuestEndpoint {
+  listen(handlers: { control(socket: Socket): void; data(socket: Socket): void }): Promise<void>;
+  /** Stops accepting and removes what the guest dials: no host socket stays bound. */
+  close(): Promise<void>;
 }
 
 export interface RuntimeDriver {
@@ -63,4 +83,6 @@ export interface RuntimeDriver {
   cpuUsageNs(id: string): Promise<number | null>;
   /** Ids of the sandboxes that are running or paused (for reconciliation after a restart). */
   list(): Promise<string[]>;
+  /** How the host reaches the guest agent of the sandbox with this spec. */
+  guestEndpoint(spec: Pick<SandboxSpec, 'channelDir'>): GuestEndpoint;
 }

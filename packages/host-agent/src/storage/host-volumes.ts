@@ -10,6 +10,7 @@
  */
 import { mkdir, rm, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
+import { WarrenError } from '@warren/protocol';
 import { isMounted, makeExt4Image, mountImage, unmountTree } from './mounts';
 
 export class HostVolumes {
@@ -24,8 +25,20 @@ export class HostVolumes {
     return join(this.dir(id), 'mnt', 'data');
   }
 
-  /** Makes and mounts a new volume; on failure nothing of it is left. */
+  /**
+   * Makes and mounts a new volume; on failure nothing of it is left. The image
+   * is sparse: a size the host's disk could not hold today is refused.
+   */
   async create(id: string, sizeMb: number): Promise<void> {
+    await mkdir(this.root, { recursive: true, mode: 0o700 });
+    const fs = await statfs(this.root).catch(() => null);
+    const freeMb = fs ? Math.floor((fs.bavail * fs.bsize) / 1024 / 1024) : Infinity;
+    if (sizeMb > freeMb)
+      throw new WarrenError(
+        'INSUFFICIENT_CAPACITY',
+        `the host has ${freeMb} MiB of disk free, less than ${sizeMb} MiB`,
+        { requested_mb: sizeMb, free_mb: freeMb },
+      );
     const dir = this.dir(id);
     await mkdir(join(dir, 'mnt'), { recursive: true });
     try {

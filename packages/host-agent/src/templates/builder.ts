@@ -12,23 +12,27 @@
  * layers. The new template's root is a full copy: it does not depend on its
  * base afterwards.
  */
-import { randomBytes } from 'node:crypto';
 import { chmod, lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import {
   GUEST_AGENT_DIR,
   GUEST_CHANNEL_DIR,
-  GUEST_PATHS,
   WarrenError,
   type ReadyProbe,
   type RecipeStep,
 } from '@warren/protocol';
-import type { HostAgent } from '../host-agent';
-import { checkTemplateName, type TemplateMeta, type TemplateRecord } from './catalog';
+import type { HostCreateRequest } from '@warren/protocol';
+import type { GuestChannel } from '../guest/channel';
+import type { Baked } from './bake';
+import {
+  checkTemplateName,
+  type TemplateCatalog,
+  type TemplateMeta,
+  type TemplateRecord,
+} from './catalog';
+import type { BakeOptions } from './start';
 import { openImage, unpackImage } from './oci-image';
-import { runInGuest } from './start';
-import { captureRecipeRoot, markBuildStart } from './recipe-capture';
+import { runRecipe } from './recipe';
 
 export interface Sizing {
   default_cpu?: number;
@@ -54,23 +58,6 @@ export type BuildProgress = (line: string, step?: number) => void;
 
 const BUILD_FILE = 'build.json';
 const DEFAULT_SIZING = { default_cpu: 1, default_memory_mb: 512, max_cpu: 2, max_memory_mb: 4096 };
-
-function failed(step: number, what: string, message: string, output?: string): WarrenError {
-  return new WarrenError('TEMPLATE_BUILD_FAILED', `step ${step} (${what}) failed: ${message}`, {
-    step,
-    ...(output !== undefined && { output }),
-  });
-}
-
-function describe(step: RecipeStep): string {
-  const short = (s: string) => (s.length > 60 ? `${s.slice(0, 57)}...` : s);
-  if ('run' in step) return `run: ${short(step.run)}`;
-  if ('copy' in step) return `copy: ${step.copy.dest}`;
-  if ('env' in step) return `env: ${Object.keys(step.env).join(', ')}`;
-  if ('workdir' in step) return `workdir: ${step.workdir}`;
-  if ('start' in step) return `start: ${short(step.start.join(' '))}`;
-  return `ready: ${short(step.ready.cmd.join(' '))}`;
-}
 
 function sizing(spec: Sizing, fallback: Sizing): Required<Sizing> {
   const s = { ...DEFAULT_SIZING, ...fallback, ...spec };
@@ -100,10 +87,25 @@ async function prepareRoot(rootfs: string): Promise<void> {
   await chmod(join(rootfs, 'tmp'), 0o1777);
 }
 
+/** What a build needs of its host: the catalog, the bake, and build sandboxes. */
+export interface BuildHost {
+  readonly catalog: TemplateCatalog;
+  bake(
+    rootfs: string,
+    cpu: number,
+    memoryMb: number,
+    imageDir: string,
+    opts: BakeOptions,
+  ): Promise<Baked>;
+  /** Creates a sandbox and returns the channel to its guest agent. */
+  startSandbox(req: HostCreateRequest): Promise<GuestChannel>;
+  destroySandbox(id: string): Promise<void>;
+}
+
 export class TemplateBuilder {
   private readonly building = new Set<string>();
 
-  constructor(private readonly host: HostAgent) {}
+  constructor(private readonly host: BuildHost) {}
 
   isBuilding(name: string): boolean {
     return this.building.has(name);
@@ -122,18 +124,18 @@ export class TemplateBuilder {
       throw new WarrenError('INVALID_REQUEST', 'steps need a base template, not an image');
     if (this.building.has(spec.name))
       throw new WarrenError('TEMPLATE_EXISTS', `template ${spec.name} is being built`);
-    if (!opts.replace && (await this.host.templates.read(spec.name)))
+    if (!opts.replace && (await this.host.catalog.read(spec.name)))
       throw new WarrenError('TEMPLATE_EXISTS', `template ${spec.name} already exists`);
-    const base = spec.base ? await this.host.templates.get(spec.base) : null;
+    const base = spec.base ? await this.host.catalog.get(spec.base) : null;
     if (base?.name === spec.name)
       throw new WarrenError('INVALID_REQUEST', 'a template cannot be its own base');
     const size = sizing(spec, base ?? {});
     this.building.add(spec.name);
-    const dir = this.host.templates.dir(spec.name);
+    const dir = this.host.catalog.dir(spec.name);
     const started = Date.now();
     try {
       await rm(dir, { recursive: true, force: true });
-      await this.host.templates.markBuilding({
+      await this.host.catalog.markBuilding({
         name: spec.name,
         defaultCpu: size.default_cpu,
         defaultMemoryMb: size.default_memory_mb,
@@ -148,7 +150,7 @@ export class TemplateBuilder {
         'name' | 'defaultCpu' | 'defaultMemoryMb' | 'maxCpu' | 'maxMemoryMb'
       >;
       if (base) {
-        meta = await this.runRecipe(base, spec, rootfs, progress);
+        meta = await runRecipe(this.host, base, spec, rootfs, progress);
       } else {
         const image = await openImage(
           (spec.image as { path: string }).path,
@@ -174,11 +176,8 @@ export class TemplateBuilder {
       if (!meta.workdir && !(await lstat(join(rootfs, 'root')).catch(() => null)))
         meta.workdir = '/';
       progress('baking snapshot');
-      const guest = await this.host.guestBundle();
-      const runtimeVersion = `${this.host.driver.name} ${await this.host.driver.version()}`;
-      const image = await this.host.bake(
+      const baked = await this.host.bake(
         rootfs,
-        guest,
         size.max_cpu,
         size.max_memory_mb,
         join(dir, 'snapshot.tmp'),
@@ -196,7 +195,7 @@ export class TemplateBuilder {
         join(dir, BUILD_FILE),
         JSON.stringify({ ...kept, ...(img && !img.uploaded && { image: img }) }),
       );
-      const rec = await this.host.templates.commit(
+      const rec = await this.host.catalog.commit(
         {
           name: spec.name,
           defaultCpu: size.default_cpu,
@@ -206,9 +205,9 @@ export class TemplateBuilder {
           ...meta,
           buildMs: Date.now() - started,
         },
-        image,
-        guest.key,
-        runtimeVersion,
+        baked.image,
+        baked.guestKey,
+        baked.runtimeVersion,
       );
       progress(`template ${spec.name} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       return rec;
@@ -234,14 +233,11 @@ export class TemplateBuilder {
     const started = Date.now();
     try {
       progress('baking snapshot again from the unpacked image');
-      const guest = await this.host.guestBundle();
-      const runtimeVersion = `${this.host.driver.name} ${await this.host.driver.version()}`;
-      const image = await this.host.bake(
+      const baked = await this.host.bake(
         rec.rootfs,
-        guest,
         rec.max_cpu,
         rec.max_memory_mb,
-        join(this.host.templates.dir(rec.name), 'snapshot.tmp'),
+        join(this.host.catalog.dir(rec.name), 'snapshot.tmp'),
         {
           env: rec.env,
           cwd: rec.workdir,
@@ -251,7 +247,7 @@ export class TemplateBuilder {
           progress,
         },
       );
-      return await this.host.templates.commit(
+      return await this.host.catalog.commit(
         {
           name: rec.name,
           defaultCpu: rec.default_cpu,
@@ -268,9 +264,9 @@ export class TemplateBuilder {
           ready: rec.ready,
           buildMs: Date.now() - started,
         },
-        image,
-        guest.key,
-        runtimeVersion,
+        baked.image,
+        baked.guestKey,
+        baked.runtimeVersion,
       );
     } finally {
       this.building.delete(rec.name);
@@ -282,107 +278,10 @@ export class TemplateBuilder {
     checkTemplateName(name);
     try {
       return JSON.parse(
-        await readFile(join(this.host.templates.dir(name), BUILD_FILE), 'utf8'),
+        await readFile(join(this.host.catalog.dir(name), BUILD_FILE), 'utf8'),
       ) as TemplateBuildSpec;
     } catch {
       return null;
     }
-  }
-
-  private async runRecipe(
-    base: TemplateRecord,
-    spec: TemplateBuildSpec,
-    rootfs: string,
-    progress: BuildProgress,
-  ): Promise<
-    Omit<TemplateMeta, 'name' | 'defaultCpu' | 'defaultMemoryMb' | 'maxCpu' | 'maxMemoryMb'>
-  > {
-    const state = {
-      env: { ...(base.env ?? {}) },
-      workdir: base.workdir ?? null,
-      start: spec.start !== undefined ? spec.start : (base.start ?? null),
-      ready: spec.ready !== undefined ? spec.ready : (base.ready ?? null),
-    };
-    const id = `bld-${randomBytes(6).toString('hex')}`;
-    progress(`starting a build sandbox from ${base.name}`);
-    await this.host.createSandbox({
-      id,
-      template: base.name,
-      cpu: base.max_cpu,
-      memoryMb: Math.min(base.max_memory_mb, 2048),
-      env: {},
-    });
-    try {
-      const channel = this.host.channel(id);
-      await markBuildStart(channel);
-      const steps = spec.steps ?? [];
-      for (const [i, step] of steps.entries()) {
-        const n = i + 1;
-        const what = describe(step);
-        progress(`step ${n}/${steps.length}: ${what}`, n);
-        try {
-          if ('run' in step) {
-            const res = await runInGuest(
-              channel,
-              {
-                cmd: '/bin/sh',
-                args: ['-c', step.run],
-                env: state.env,
-                cwd: state.workdir ?? '/',
-                timeout_ms: (step.timeout ?? 600) * 1000,
-              },
-              (line) => progress(line, n),
-            );
-            if (res.timedOut)
-              throw failed(n, what, `timed out after ${step.timeout ?? 600} s`, res.tail);
-            if (res.exitCode !== 0) throw failed(n, what, `exit code ${res.exitCode}`, res.tail);
-          } else if ('copy' in step) {
-            const dest = step.copy.dest.startsWith('/')
-              ? step.copy.dest
-              : `${state.workdir ?? '/'}/${step.copy.dest}`;
-            const parent = dest.slice(0, dest.lastIndexOf('/')) || '/';
-            await channel.json({
-              method: 'POST',
-              path: GUEST_PATHS.filesMkdir,
-              json: { path: parent, parents: true },
-            });
-            await channel.upload(
-              dest,
-              Readable.from([Buffer.from(step.copy.content, 'base64')]),
-              step.copy.mode,
-            );
-          } else if ('env' in step) {
-            Object.assign(state.env, step.env);
-          } else if ('workdir' in step) {
-            await channel.json({
-              method: 'POST',
-              path: GUEST_PATHS.filesMkdir,
-              json: { path: step.workdir, parents: true },
-            });
-            state.workdir = step.workdir;
-          } else if ('start' in step) {
-            state.start = step.start;
-          } else {
-            state.ready = step.ready;
-          }
-        } catch (err) {
-          if (err instanceof WarrenError && err.code === 'TEMPLATE_BUILD_FAILED') throw err;
-          throw failed(n, what, err instanceof Error ? err.message : String(err));
-        }
-      }
-      progress('capturing the changes');
-      await captureRecipeRoot(channel, base.rootfs, rootfs, (l) => progress(l));
-    } finally {
-      await this.host.destroySandbox(id);
-    }
-    return {
-      source: 'recipe',
-      base: base.name,
-      env: state.env,
-      workdir: state.workdir,
-      user: base.user ?? null,
-      start: state.start,
-      ready: state.ready,
-    };
   }
 }

@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { WarrenError } from '@warren/protocol';
-import type { GuestChannel } from '../channel';
+import type { GuestChannel } from '../guest/channel';
 import { applyLayer, resolveInRoot } from './layer-extract';
 import { runInGuest } from './start';
 

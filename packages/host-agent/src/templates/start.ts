@@ -12,7 +12,8 @@ import {
   type ProcessInfo,
   type ReadyProbe,
 } from '@warren/protocol';
-import { errorFrom, readText, type GuestChannel } from '../channel';
+import type { GuestChannel } from '../guest/channel';
+import { errorFrom, readText } from '../guest/wire';
 import type { Progress } from './rootfs';
 
 export interface BakeOptions {

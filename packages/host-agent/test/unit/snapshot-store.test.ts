@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LocalSnapshotStore, S3SnapshotStore } from '@warren/host-agent';
+import { LocalSnapshotStore, S3SnapshotStore } from '../../src/snapshots';
 import { startS3, type TestS3 } from '../../../../test/s3';
 
 const blobs = (root: string) =>

@@ -8,7 +8,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { WarrenError } from '@warren/protocol';
 import { hashToken } from '../auth';
-import type { SandboxRow } from '../store/store';
+import type { SandboxRecord } from '../store/store';
 
 export const PREVIEW_TOKEN_HEADER = 'x-warren-preview-token';
 export const PREVIEW_TOKEN_PARAM = 'warren_preview_token';
@@ -53,7 +53,7 @@ function tokenMatches(token: string, hash: string | null): boolean {
 }
 
 /** Throws PREVIEW_AUTH_REQUIRED unless the sandbox is open or the request has its token. */
-export function checkPreviewAuth(row: SandboxRow, presented: PresentedToken | null): void {
+export function checkPreviewAuth(row: SandboxRecord, presented: PresentedToken | null): void {
   if (row.preview_auth !== 1) return;
   if (!presented)
     throw new WarrenError(

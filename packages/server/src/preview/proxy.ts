@@ -2,7 +2,7 @@
  * Preview URLs: `http://{port}-{sandbox id}.<preview domain>` reaches a TCP
  * port on the sandbox's loopback. Sandboxes have no network device, so every
  * connection goes through the guest agent: it connects to the port inside and
- * pipes the bytes over a data connection to the host (GuestChannel.openPort).
+ * pipes the bytes over a data connection to the host (HostApi's openPort).
  *
  * Plain requests are proxied one by one with Node's HTTP client over a
  * keep-alive pool of such connections per sandbox and port, so a request on
@@ -17,12 +17,10 @@ import type {
   ServerResponse,
 } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Socket } from 'node:net';
 import { WarrenError, newId } from '@warren/protocol';
-import type { GuestChannel } from '@warren/host-agent';
 import type { AppContext } from '../context';
 import { toWarrenError } from '../errors';
-import type { SandboxRow } from '../store/store';
+import type { SandboxRecord } from '../store/store';
 import { checkPreviewAuth, presentedToken, tokenComesOut, tokenCookie, withoutToken } from './auth';
 
 export interface PreviewTarget {
@@ -55,8 +53,9 @@ const TOUCH_INTERVAL_MS = 1_000;
 /** A keep-alive pool of connections to one port of one sandbox. */
 class PortAgent extends Agent {
   constructor(
-    private readonly channel: GuestChannel,
-    private readonly port: number,
+    private readonly open: () => Promise<Duplex>,
+    /** Called once the pool holds no connection and no request waits. */
+    private readonly onEmpty: (agent: PortAgent) => void,
   ) {
     super({ keepAlive: true, timeout: IDLE_MS, maxFreeSockets: 16, scheduling: 'lifo' });
   }
@@ -65,15 +64,25 @@ class PortAgent extends Agent {
     _options: unknown,
     callback?: (err: Error | null, stream: Duplex) => void,
   ): undefined {
-    this.channel.openPort(this.port).then(
+    this.open().then(
       (socket) => {
         // The data connection was read in paused mode for its token; the HTTP client reads events.
         socket.resume();
+        // After the Agent's own close handler has taken the socket out of its lists.
+        socket.once('close', () => setImmediate(() => this.checkEmpty()));
         callback?.(null, socket);
       },
-      (err: Error) => callback?.(err, undefined as unknown as Duplex),
+      (err: Error) => {
+        callback?.(err, undefined as unknown as Duplex);
+        setImmediate(() => this.checkEmpty());
+      },
     );
     return undefined;
+  }
+
+  private checkEmpty(): void {
+    const lists = [this.sockets, this.freeSockets, this.requests];
+    if (lists.every((l) => Object.keys(l).length === 0)) this.onEmpty(this);
   }
 }
 
@@ -101,8 +110,7 @@ function errorBody(err: unknown): { status: number; body: string } {
 }
 
 interface Opened {
-  row: SandboxRow;
-  channel: GuestChannel;
+  row: SandboxRecord;
   url: URL;
 }
 
@@ -110,7 +118,8 @@ export class PreviewProxy {
   /** Set by the app once its logger exists. */
   log: { error(obj: object, msg: string): void } = { error: () => undefined };
   readonly match: (host: string | undefined) => PreviewTarget | null;
-  private readonly agents = new WeakMap<GuestChannel, Map<number, PortAgent>>();
+  /** Connection pools by sandbox and port; a sandbox's go when it stops (see closeIdle). */
+  private readonly agents = new Map<string, Map<number, PortAgent>>();
   /** Upgraded connections and answers in progress, closed when the platform stops. */
   private readonly piped = new Set<Duplex>();
   private readonly answering = new Set<ServerResponse>();
@@ -123,11 +132,20 @@ export class PreviewProxy {
       (this.matcher ??= previewHostMatcher(this.ctx.config.previewDomain))(host);
   }
 
-  private agent(channel: GuestChannel, port: number): PortAgent {
-    let ports = this.agents.get(channel);
-    if (!ports) this.agents.set(channel, (ports = new Map()));
+  private agent(sandboxId: string, port: number): PortAgent {
+    let ports = this.agents.get(sandboxId);
+    if (!ports) this.agents.set(sandboxId, (ports = new Map()));
     let agent = ports.get(port);
-    if (!agent) ports.set(port, (agent = new PortAgent(channel, port)));
+    if (!agent) {
+      const open = () => this.ctx.guest.openPort(sandboxId, port);
+      agent = new PortAgent(open, (empty) => {
+        if (ports.get(port) !== empty) return;
+        ports.delete(port);
+        if (ports.size === 0) this.agents.delete(sandboxId);
+        empty.destroy();
+      });
+      ports.set(port, agent);
+    }
     return agent;
   }
 
@@ -136,18 +154,12 @@ export class PreviewProxy {
     if (target.port < 1 || target.port > 65535)
       throw new WarrenError('INVALID_REQUEST', 'the port in a preview URL is 1 to 65535');
     const url = new URL(req.url ?? '/', 'http://preview');
-    const row = await this.ctx.store.getSandboxById(target.sandboxId);
-    if (!row)
-      throw new WarrenError('SANDBOX_NOT_FOUND', `sandbox ${target.sandboxId} does not exist`);
+    const row = await this.ctx.sandboxes.anyOrganisation(target.sandboxId);
     checkPreviewAuth(row, presentedToken(req, url));
     const recent =
-      row.state === 'running' &&
-      Date.now() - Date.parse(row.last_activity_at) < TOUCH_INTERVAL_MS &&
-      this.ctx.host.has(row.id);
-    const channel = recent
-      ? this.ctx.host.channel(row.id)
-      : await this.ctx.sandboxes.use(row.org_id, row.id);
-    return { row, channel, url };
+      row.state === 'running' && Date.now() - Date.parse(row.last_activity_at) < TOUCH_INTERVAL_MS;
+    if (!recent) await this.ctx.sandboxes.use(row.org_id, row.id);
+    return { row, url };
   }
 
   /** The `request` event of a preview host. */
@@ -158,7 +170,7 @@ export class PreviewProxy {
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse, target: PreviewTarget) {
-    const { channel, url } = await this.open(target, req);
+    const { url } = await this.open(target, req);
     const presented = presentedToken(req, url);
     if (presented?.from === 'query' && tokenComesOut(req.method)) {
       // Browsers: keep the token in a cookie of this host and show the URL without it.
@@ -170,7 +182,7 @@ export class PreviewProxy {
     }
     const { path, headers } = withoutToken(req.url ?? '/', url, dropHopByHop(req.headers));
     forwardedFor(req, headers);
-    this.forward(req, res, this.agent(channel, target.port), path, headers, true);
+    this.forward(req, res, this.agent(target.sandboxId, target.port), path, headers, true);
   }
 
   private forward(
@@ -228,10 +240,10 @@ export class PreviewProxy {
   }
 
   private async upgrade(req: IncomingMessage, client: Duplex, head: Buffer, target: PreviewTarget) {
-    const { channel, url } = await this.open(target, req);
+    const { url } = await this.open(target, req);
     const { path, headers } = withoutToken(req.url ?? '/', url, req.headers);
     forwardedFor(req, headers);
-    const data: Socket = await channel.openPort(target.port);
+    const data = await this.ctx.guest.openPort(target.sandboxId, target.port);
     if (client.destroyed) return void data.destroy();
     let text = `${req.method ?? 'GET'} ${path} HTTP/${req.httpVersion}\r\n`;
     for (const [name, value] of Object.entries(headers)) {

@@ -33,7 +33,7 @@ export const auditRoutes =
         },
       },
       async (req) => ({
-        items: await ctx.store.auditEvents(req.principal!.orgId, req.query.limit),
+        items: await ctx.audit.list(req.principal!.orgId, req.query.limit),
       }),
     );
   };

@@ -12,15 +12,11 @@ import {
   ProcessList,
   SignalRequest,
   StdinRequest,
-  GUEST_PATHS,
   WarrenError,
-  type GuestProcessStart,
-  type ExecRequest as ExecRequestT,
+  type ExecEvent,
 } from '@warren/protocol';
-import { errorFrom, readText, type GuestChannel, type GuestResponse } from '@warren/host-agent';
 import type { AppContext } from '../context';
 import { NoContent, errors } from './responses';
-import { execEvents } from '../ndjson';
 
 /** What POST /exec keeps of each output stream; /exec/stream has no such limit. */
 export const EXEC_OUTPUT_LIMIT = 16 * 1024 * 1024;
@@ -32,42 +28,20 @@ function capped(kept: string, more: string): string {
   return next.length <= EXEC_OUTPUT_LIMIT ? next : next.slice(0, EXEC_OUTPUT_LIMIT) + TRUNCATED;
 }
 
-function toGuest(body: ExecRequestT, background: boolean): GuestProcessStart {
-  return {
-    cmd: body.cmd,
-    args: body.args ?? [],
-    env: body.env,
-    cwd: body.cwd,
-    stdin: body.stdin,
-    timeout_ms: body.timeout !== undefined ? Math.round(body.timeout * 1000) : undefined,
-    background,
-    user: body.user,
-  };
-}
-
-async function checked(res: GuestResponse): Promise<GuestResponse> {
-  if (res.status >= 400) throw errorFrom(res.status, await readText(res.body));
-  return res;
-}
-
-/** Relays a guest event stream to the client; if the client leaves early, the process is killed. */
+/**
+ * Relays events to the client as ndjson. When the client leaves early, `stop`
+ * is aborted: for an exec stream that kills the process.
+ */
 function relay(
   reply: FastifyReply,
-  channel: GuestChannel,
-  res: GuestResponse,
-  killOnAbort: boolean,
+  events: AsyncIterable<ExecEvent>,
+  stop: AbortController,
   onEnd: () => Promise<void>,
 ): FastifyReply {
   const out = new PassThrough();
-  let pid = 0;
-  let exited = false;
   void (async () => {
     try {
-      for await (const event of execEvents(res.body)) {
-        if (event.type === 'start') pid = event.pid;
-        if (event.type === 'exit') exited = true;
-        out.write(JSON.stringify(event) + '\n');
-      }
+      for await (const event of events) out.write(JSON.stringify(event) + '\n');
     } catch {
       out.write(
         JSON.stringify({
@@ -80,18 +54,7 @@ function relay(
     await onEnd().catch(() => undefined);
     out.end();
   })();
-  reply.raw.on('close', () => {
-    if (!exited && killOnAbort && pid) {
-      void channel
-        .json({
-          method: 'POST',
-          path: `${GUEST_PATHS.processes}/${pid}/signal`,
-          json: { signal: 'SIGKILL' },
-        })
-        .catch(() => undefined);
-    }
-    res.body.destroy();
-  });
+  reply.raw.on('close', () => stop.abort());
   return reply
     .header('content-type', 'application/x-ndjson')
     .header('cache-control', 'no-store')
@@ -102,10 +65,6 @@ export const execRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
   async (fastify) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-    const startProcess = (channel: GuestChannel, body: ExecRequestT, background: boolean) =>
-      channel
-        .request({ method: 'POST', path: GUEST_PATHS.processes, json: toGuest(body, background) })
-        .then(checked);
 
     app.post(
       '/v1/sandboxes/:id/exec',
@@ -120,22 +79,19 @@ export const execRoutes =
         },
       },
       async (req, reply) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        if (req.body.background) {
-          const res = await startProcess(channel, req.body, true);
-          return reply.status(201).send(JSON.parse(await readText(res.body)));
-        }
-        const res = await startProcess(channel, req.body, false);
+        const { orgId } = req.principal!;
+        if (req.body.background)
+          return reply.status(201).send(await ctx.guest.start(orgId, req.params.id, req.body));
+        const events = await ctx.guest.exec(orgId, req.params.id, req.body);
         let pid = 0;
         let stdout = '';
         let stderr = '';
-        for await (const event of execEvents(res.body)) {
+        for await (const event of events) {
           if (event.type === 'start') pid = event.pid;
           else if (event.type === 'stdout') stdout = capped(stdout, event.data);
           else if (event.type === 'stderr') stderr = capped(stderr, event.data);
           else if (event.type === 'exit') {
-            if (event.duration_ms > 1000)
-              await ctx.sandboxes.activity(req.principal!.orgId, req.params.id);
+            if (event.duration_ms > 1000) await ctx.guest.activity(orgId, req.params.id);
             return {
               pid,
               exit_code: event.exit_code,
@@ -167,11 +123,10 @@ export const execRoutes =
         },
       },
       async (req, reply) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        const res = await startProcess(channel, { ...req.body, background: false }, false);
-        return relay(reply, channel, res, true, () =>
-          ctx.sandboxes.activity(req.principal!.orgId, req.params.id),
-        );
+        const { orgId } = req.principal!;
+        const stop = new AbortController();
+        const events = await ctx.guest.exec(orgId, req.params.id, req.body, stop.signal);
+        return relay(reply, events, stop, () => ctx.guest.activity(orgId, req.params.id));
       },
     );
 
@@ -186,11 +141,10 @@ export const execRoutes =
           response: { 201: ProcessInfo, ...errors },
         },
       },
-      async (req, reply) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        const res = await startProcess(channel, req.body, true);
-        return reply.status(201).send(JSON.parse(await readText(res.body)));
-      },
+      async (req, reply) =>
+        reply
+          .status(201)
+          .send(await ctx.guest.start(req.principal!.orgId, req.params.id, req.body)),
     );
 
     app.get(
@@ -203,10 +157,9 @@ export const execRoutes =
           response: { 200: ProcessList, ...errors },
         },
       },
-      async (req) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        return channel.json({ path: GUEST_PATHS.processes });
-      },
+      async (req) => ({
+        items: await ctx.guest.processes(req.principal!.orgId, req.params.id),
+      }),
     );
 
     app.get(
@@ -219,10 +172,7 @@ export const execRoutes =
           response: { 200: ProcessInfo, ...errors },
         },
       },
-      async (req) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        return channel.json({ path: `${GUEST_PATHS.processes}/${req.params.pid}` });
-      },
+      async (req) => ctx.guest.process(req.principal!.orgId, req.params.id, req.params.pid),
     );
 
     app.get(
@@ -238,16 +188,13 @@ export const execRoutes =
         },
       },
       async (req, reply) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        const res = await channel
-          .request({
-            path: `${GUEST_PATHS.processes}/${req.params.pid}/events`,
-            query: { follow: req.query.follow ? '1' : '0' },
-          })
-          .then(checked);
-        return relay(reply, channel, res, false, () =>
-          ctx.sandboxes.activity(req.principal!.orgId, req.params.id),
-        );
+        const { orgId } = req.principal!;
+        const stop = new AbortController();
+        const events = await ctx.guest.output(orgId, req.params.id, req.params.pid, {
+          follow: req.query.follow,
+          signal: stop.signal,
+        });
+        return relay(reply, events, stop, () => ctx.guest.activity(orgId, req.params.id));
       },
     );
 
@@ -263,12 +210,7 @@ export const execRoutes =
         },
       },
       async (req, reply) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        await channel.json({
-          method: 'POST',
-          path: `${GUEST_PATHS.processes}/${req.params.pid}/stdin`,
-          json: req.body,
-        });
+        await ctx.guest.writeStdin(req.principal!.orgId, req.params.id, req.params.pid, req.body);
         return reply.status(204).send(null);
       },
     );
@@ -285,12 +227,7 @@ export const execRoutes =
         },
       },
       async (req, reply) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        await channel.json({
-          method: 'POST',
-          path: `${GUEST_PATHS.processes}/${req.params.pid}/signal`,
-          json: req.body,
-        });
+        await ctx.guest.signal(req.principal!.orgId, req.params.id, req.params.pid, req.body);
         return reply.status(204).send(null);
       },
     );

@@ -13,7 +13,6 @@ import {
   RenameRequest,
   WriteQuery,
   WriteResult,
-  GUEST_PATHS,
   WarrenError,
 } from '@warren/protocol';
 import type { AppContext } from '../context';
@@ -39,8 +38,8 @@ export const fileRoutes =
         },
       },
       async (req, reply) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        const { size, stream } = await channel.download(req.query.path);
+        const { orgId } = req.principal!;
+        const { size, stream } = await ctx.guest.readFile(orgId, req.params.id, req.query.path);
         reply.raw.on('close', () => stream.destroy());
         return reply
           .header('content-length', size)
@@ -63,7 +62,6 @@ export const fileRoutes =
         },
       },
       async (req) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
         const body = req.body as Readable | undefined;
         if (!body || typeof (body as Readable).pipe !== 'function') {
           throw new WarrenError(
@@ -71,8 +69,8 @@ export const fileRoutes =
             'send the file as a raw body, e.g. Content-Type: application/octet-stream',
           );
         }
-        const info = await channel.upload(req.query.path, body, req.query.mode);
-        return { path: info.path, size: info.size };
+        const { orgId } = req.principal!;
+        return ctx.guest.writeFile(orgId, req.params.id, req.query.path, body, req.query.mode);
       },
     );
 
@@ -88,8 +86,7 @@ export const fileRoutes =
         },
       },
       async (req) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        return channel.json({ path: GUEST_PATHS.filesList, query: { path: req.query.path } });
+        return ctx.guest.list(req.principal!.orgId, req.params.id, req.query.path);
       },
     );
 
@@ -105,8 +102,7 @@ export const fileRoutes =
         },
       },
       async (req) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        return channel.json({ path: GUEST_PATHS.filesStat, query: { path: req.query.path } });
+        return ctx.guest.stat(req.principal!.orgId, req.params.id, req.query.path);
       },
     );
 
@@ -122,8 +118,7 @@ export const fileRoutes =
         },
       },
       async (req) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        return channel.json({ method: 'POST', path: GUEST_PATHS.filesMkdir, json: req.body });
+        return ctx.guest.mkdir(req.principal!.orgId, req.params.id, req.body);
       },
     );
 
@@ -139,8 +134,7 @@ export const fileRoutes =
         },
       },
       async (req) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        return channel.json({ method: 'POST', path: GUEST_PATHS.filesRename, json: req.body });
+        return ctx.guest.rename(req.principal!.orgId, req.params.id, req.body);
       },
     );
 
@@ -156,12 +150,8 @@ export const fileRoutes =
         },
       },
       async (req, reply) => {
-        const channel = await ctx.sandboxes.use(req.principal!.orgId, req.params.id);
-        await channel.json({
-          method: 'DELETE',
-          path: GUEST_PATHS.files,
-          query: { path: req.query.path, recursive: req.query.recursive ? '1' : '0' },
-        });
+        const { path, recursive } = req.query;
+        await ctx.guest.remove(req.principal!.orgId, req.params.id, path, recursive === true);
         return reply.status(204).send(null);
       },
     );

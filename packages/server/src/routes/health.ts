@@ -17,12 +17,15 @@ export const healthRoutes =
           response: { 200: Health, 500: ErrorResponse },
         },
       },
-      async () => ({
-        status: 'ok' as const,
-        version: ctx.version,
-        runtime: { driver: ctx.host.driver.name, version: ctx.runtimeVersion },
-        hosts: [{ id: ctx.host.id, ...ctx.host.capacity() }],
-        uptime_seconds: (Date.now() - ctx.startedAt) / 1000,
-      }),
+      async () => {
+        const info = await ctx.host.info();
+        return {
+          status: 'ok' as const,
+          version: ctx.version,
+          runtime: { driver: info.driver, version: info.runtime_version },
+          hosts: [{ id: info.id, ...(await ctx.host.capacity()) }],
+          uptime_seconds: (Date.now() - ctx.startedAt) / 1000,
+        };
+      },
     );
   };

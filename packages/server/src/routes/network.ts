@@ -7,10 +7,9 @@ import {
   NetworkUpdate,
   NetworkView,
   WarrenError,
+  type SandboxNetwork,
 } from '@warren/protocol';
-import type { SandboxNetwork } from '@warren/host-agent';
 import type { AppContext } from '../context';
-import { parseNetwork } from '../sandbox-service';
 import { errors } from './responses';
 
 /** What the API shows of a network: the policy, and where secrets go but never their values. */
@@ -38,8 +37,7 @@ export const networkRoutes =
           response: { 200: NetworkView, ...errors },
         },
       },
-      async (req) =>
-        view(parseNetwork((await ctx.sandboxes.row(req.principal!.orgId, req.params.id)).network)),
+      async (req) => view(await ctx.network.get(req.principal!.orgId, req.params.id)),
     );
 
     app.put(
@@ -64,7 +62,7 @@ export const networkRoutes =
         }
         const { secrets, ...policy } = req.body;
         return view(
-          await ctx.sandboxes.setNetwork(req.principal!.orgId, req.params.id, { policy, secrets }),
+          await ctx.network.set(req.principal!.orgId, req.params.id, { policy, secrets }),
         );
       },
     );
@@ -82,14 +80,8 @@ export const networkRoutes =
         },
       },
       async (req) => {
-        await ctx.sandboxes.row(req.principal!.orgId, req.params.id);
-        const rows = await ctx.store.egressEvents(req.params.id, req.query);
         return {
-          items: rows.map(({ sandbox_id, ...e }) => ({
-            ...e,
-            protocol: e.protocol as 'http' | 'connect' | 'socks5',
-            decision: e.decision as 'allowed' | 'denied',
-          })),
+          items: await ctx.network.egressLog(req.principal!.orgId, req.params.id, req.query),
         };
       },
     );

@@ -12,7 +12,6 @@ import {
 } from '@warren/protocol';
 import type { AppContext } from '../context';
 import { errors } from './responses';
-import { toApi } from '../sandbox-service';
 
 export const sandboxRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
@@ -30,7 +29,7 @@ export const sandboxRoutes =
         },
       },
       async (req, reply) => {
-        const sandbox = await ctx.sandboxes.create(req.principal!.orgId, req.body);
+        const sandbox = await ctx.creator.create(req.principal!.orgId, req.body);
         req.auditResource = { type: 'sandbox', id: sandbox.id };
         return reply.status(201).send(sandbox);
       },
@@ -52,17 +51,13 @@ export const sandboxRoutes =
         const metadata: Record<string, string> = {};
         for (const [k, v] of Object.entries(q))
           if (k.startsWith('metadata.')) metadata[k.slice(9)] = String(v);
-        const { rows, nextCursor } = await ctx.store.listSandboxes({
+        return ctx.sandboxes.list({
           orgId: req.principal!.orgId,
           state: req.query.state,
           metadata,
           limit: req.query.limit,
           cursor: req.query.cursor,
         });
-        return {
-          items: rows.map((r) => toApi(r, ctx.config.previewUrl)),
-          next_cursor: nextCursor,
-        };
       },
     );
 

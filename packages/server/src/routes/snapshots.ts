@@ -12,7 +12,6 @@ import {
   SnapshotParams,
 } from '@warren/protocol';
 import type { AppContext } from '../context';
-import { snapshotToApi } from '../sandbox-service';
 import { NoContent, errors } from './responses';
 
 export const snapshotRoutes =
@@ -32,7 +31,7 @@ export const snapshotRoutes =
         },
       },
       async (req, reply) => {
-        const snap = await ctx.sandboxes.snapshot(req.principal!.orgId, req.params.id);
+        const snap = await ctx.snapshots.snapshot(req.principal!.orgId, req.params.id);
         return reply.status(201).send(snap);
       },
     );
@@ -47,7 +46,7 @@ export const snapshotRoutes =
         },
       },
       async (req) => ({
-        items: (await ctx.store.listSnapshots(req.principal!.orgId)).map(snapshotToApi),
+        items: await ctx.snapshots.list(req.principal!.orgId),
       }),
     );
 
@@ -61,10 +60,7 @@ export const snapshotRoutes =
           response: { 200: Snapshot, ...errors },
         },
       },
-      async (req) =>
-        snapshotToApi(
-          await ctx.sandboxes.snapshotRow(req.principal!.orgId, req.params.snapshot_id),
-        ),
+      async (req) => ctx.snapshots.get(req.principal!.orgId, req.params.snapshot_id),
     );
 
     app.delete(
@@ -80,7 +76,7 @@ export const snapshotRoutes =
       },
       async (req, reply) => {
         req.auditResource = { type: 'snapshot', id: req.params.snapshot_id };
-        await ctx.sandboxes.deleteSnapshot(req.principal!.orgId, req.params.snapshot_id);
+        await ctx.snapshots.delete(req.principal!.orgId, req.params.snapshot_id);
         return reply.status(204).send(null);
       },
     );
@@ -98,7 +94,7 @@ export const snapshotRoutes =
         },
       },
       async (req, reply) => {
-        const result = await ctx.sandboxes.forkTree(req.principal!.orgId, req.params.id, req.body);
+        const result = await ctx.snapshots.forkTree(req.principal!.orgId, req.params.id, req.body);
         return reply.status(201).send(result);
       },
     );
@@ -116,7 +112,7 @@ export const snapshotRoutes =
         },
       },
       async (req, reply) => {
-        const child = await ctx.sandboxes.fork(req.principal!.orgId, req.params.id, req.body);
+        const child = await ctx.snapshots.fork(req.principal!.orgId, req.params.id, req.body);
         return reply.status(201).send(child);
       },
     );

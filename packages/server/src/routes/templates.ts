@@ -1,14 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { PassThrough, Transform, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { PassThrough, type Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import {
   ErrorResponse,
   NameParams,
+  TEMPLATE_UPLOAD_LIMIT,
   Template,
   TemplateBuildRequest,
   TemplateImageQuery,
@@ -17,47 +13,10 @@ import {
   type Template as TemplateT,
   type TemplateBuildEvent,
 } from '@warren/protocol';
-import type { TemplateRecord } from '@warren/host-agent';
 import type { AppContext } from '../context';
 import { NoContent, errors } from './responses';
 
-/** Largest image upload; larger bodies are cut off with PAYLOAD_TOO_LARGE. */
-export const TEMPLATE_UPLOAD_LIMIT = 16 * 1024 ** 3;
-
-/** The API view of a template: its host-side paths and build keys stay internal. */
-function toApi(t: TemplateRecord): TemplateT {
-  const { rootfs, snapshot, guest_key, runtime_version, ...api } = t;
-  return api;
-}
-
-/** Sandboxes that still run on a template, and snapshots that restore with its root. */
-async function dependents(
-  ctx: AppContext,
-  name: string,
-): Promise<{ sandboxes: number; snapshots: number }> {
-  const sbx = await ctx.store.db
-    .selectFrom('sandboxes')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('template', '=', name)
-    .where('state', 'not in', ['stopped', 'error'])
-    .executeTakeFirst();
-  const snaps = await ctx.store.db
-    .selectFrom('snapshots')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('template', '=', name)
-    .executeTakeFirst();
-  return { sandboxes: Number(sbx?.n ?? 0), snapshots: Number(snaps?.n ?? 0) };
-}
-
-async function refuseInUse(ctx: AppContext, name: string, action: string): Promise<void> {
-  const d = await dependents(ctx, name);
-  if (d.sandboxes + d.snapshots > 0)
-    throw new WarrenError(
-      'TEMPLATE_IN_USE',
-      `cannot ${action} template ${name}: ${d.sandboxes} sandbox(es) and ${d.snapshots} snapshot(s) depend on it`,
-      d,
-    );
-}
+export { TEMPLATE_UPLOAD_LIMIT };
 
 type Progress = (line: string, step?: number) => void;
 
@@ -68,7 +27,7 @@ type Progress = (line: string, step?: number) => void;
  */
 function streamBuild(
   reply: FastifyReply,
-  run: (progress: Progress) => Promise<TemplateRecord>,
+  run: (progress: Progress) => Promise<TemplateT>,
 ): Promise<FastifyReply> {
   return new Promise((resolve, reject) => {
     const out = new PassThrough();
@@ -90,7 +49,7 @@ function streamBuild(
     }).then(
       (rec) => {
         begin();
-        write({ type: 'done', template: toApi(rec) });
+        write({ type: 'done', template: rec });
         out.end();
       },
       (err: unknown) => {
@@ -107,26 +66,6 @@ function streamBuild(
   });
 }
 
-/** Copies an upload to a file, refusing it once it passes the limit. */
-async function saveUpload(body: Readable, file: string): Promise<void> {
-  let size = 0;
-  const limit = new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      size += chunk.length;
-      if (size > TEMPLATE_UPLOAD_LIMIT)
-        return cb(
-          new WarrenError(
-            'PAYLOAD_TOO_LARGE',
-            `image upload is larger than ${TEMPLATE_UPLOAD_LIMIT} bytes`,
-          ),
-        );
-      cb(null, chunk);
-    },
-  });
-  await pipeline(body, limit, createWriteStream(file, { mode: 0o600 }));
-  if (size === 0) throw new WarrenError('INVALID_IMAGE', 'the upload is empty');
-}
-
 const BuildStream = {
   200: {
     description:
@@ -139,15 +78,12 @@ export const templateRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
   async (fastify) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-    const host = ctx.host;
     app.get(
       '/v1/templates',
       {
         schema: { tags: ['templates'], summary: 'List templates', response: { 200: TemplateList } },
       },
-      async () => ({
-        items: (await ctx.host.templates.list()).map(toApi),
-      }),
+      async () => ({ items: await ctx.templates.list() }),
     );
     app.get(
       '/v1/templates/:name',
@@ -159,15 +95,7 @@ export const templateRoutes =
           response: { 200: Template, 404: ErrorResponse },
         },
       },
-      async (req) => {
-        const rec = await ctx.host.templates.read(req.params.name);
-        if (!rec)
-          throw new WarrenError(
-            'TEMPLATE_NOT_FOUND',
-            `template ${JSON.stringify(req.params.name)} does not exist`,
-          );
-        return toApi(rec);
-      },
+      async (req) => ctx.templates.get(req.params.name),
     );
 
     app.post(
@@ -183,7 +111,7 @@ export const templateRoutes =
       },
       async (req, reply) => {
         req.auditResource = { type: 'template', id: req.body.name };
-        return streamBuild(reply, (progress) => host.builder.build(req.body, progress));
+        return streamBuild(reply, (progress) => ctx.templates.build(req.body, progress));
       },
     );
 
@@ -211,34 +139,10 @@ export const templateRoutes =
             'UNSUPPORTED_MEDIA_TYPE',
             'send the image as a raw body, e.g. Content-Type: application/x-tar',
           );
-        const { start, ready, ready_timeout, ...sizing } = req.query;
         // Cheap checks before reading what may be gigabytes.
-        if (await host.templates.read(name))
-          throw new WarrenError('TEMPLATE_EXISTS', `template ${name} already exists`);
-        const uploads = join(host.templates.root, '.uploads');
-        await mkdir(uploads, { recursive: true, mode: 0o700 });
-        const file = join(uploads, `${randomBytes(8).toString('hex')}.tar`);
-        try {
-          await saveUpload(body, file);
-        } catch (err) {
-          await rm(file, { force: true });
-          throw err;
-        }
+        await ctx.templates.checkNew(name);
         return streamBuild(reply, (progress) =>
-          host.builder
-            .build(
-              {
-                name,
-                image: { path: file, uploaded: true },
-                ...sizing,
-                ...(start?.length && { start }),
-                ...(ready?.length && {
-                  ready: { cmd: ready, ...(ready_timeout && { timeout: ready_timeout }) },
-                }),
-              },
-              progress,
-            )
-            .finally(() => rm(file, { force: true })),
+          ctx.templates.buildFromImage(name, body, req.query, progress),
         );
       },
     );
@@ -257,10 +161,8 @@ export const templateRoutes =
       async (req, reply) => {
         const { name } = req.params;
         req.auditResource = { type: 'template', id: name };
-        // A repeated recipe or image build replaces the root that sandboxes and snapshots run on.
-        if (await host.builder.buildSpec(name).catch(() => null))
-          await refuseInUse(ctx, name, 'rebuild');
-        return streamBuild(reply, (progress) => host.rebuildTemplate(name, progress));
+        await ctx.templates.checkRebuild(name);
+        return streamBuild(reply, (progress) => ctx.templates.rebuild(name, progress));
       },
     );
 
@@ -277,15 +179,7 @@ export const templateRoutes =
       async (req, reply) => {
         const { name } = req.params;
         req.auditResource = { type: 'template', id: name };
-        if (!(await host.templates.read(name)))
-          throw new WarrenError(
-            'TEMPLATE_NOT_FOUND',
-            `template ${JSON.stringify(name)} does not exist`,
-          );
-        if (host.builder.isBuilding(name))
-          throw new WarrenError('TEMPLATE_IN_USE', `template ${name} is being built`);
-        await refuseInUse(ctx, name, 'delete');
-        await host.templates.remove(name);
+        await ctx.templates.remove(name);
         return reply.status(204).send(null);
       },
     );

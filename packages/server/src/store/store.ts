@@ -6,16 +6,18 @@
 import { Kysely, Migrator, sql, type Dialect, type Selectable } from 'kysely';
 import { WarrenError, type SandboxState } from '@warren/protocol';
 import { migrations } from './migrations';
-import type {
-  AuditEventTable,
-  Database,
-  EgressEventTable,
-  SandboxTable,
-  SnapshotTable,
-} from './schema';
+import {
+  decodeSandbox,
+  decodeSnapshot,
+  encodeSandbox,
+  encodeSnapshot,
+  type SandboxRecord,
+  type SandboxRow,
+  type SnapshotRecord,
+} from './records';
+import type { AuditEventTable, Database, EgressEventTable } from './schema';
 
-export type SandboxRow = Selectable<SandboxTable>;
-export type SnapshotRow = Selectable<SnapshotTable>;
+export type { SandboxRecord, SnapshotRecord };
 export type AuditRow = Omit<Selectable<AuditEventTable>, 'id'>;
 export type EgressEventRow = Selectable<EgressEventTable>;
 
@@ -27,7 +29,7 @@ export interface SandboxFilter {
   cursor?: string;
 }
 
-function encodeCursor(row: SandboxRow): string {
+function encodeCursor(row: Pick<SandboxRow, 'created_at' | 'id'>): string {
   return Buffer.from(`${row.created_at}|${row.id}`).toString('base64url');
 }
 
@@ -101,7 +103,8 @@ export class Store {
 
   // ---- sandboxes ----
 
-  async insertSandbox(row: SandboxRow, cause: string): Promise<void> {
+  async insertSandbox(rec: SandboxRecord, cause: string): Promise<void> {
+    const row = encodeSandbox(rec) as SandboxRow;
     await this.db.transaction().execute(async (tx) => {
       await tx.insertInto('sandboxes').values(row).execute();
       await tx
@@ -125,18 +128,24 @@ export class Store {
     });
   }
 
-  async getSandbox(orgId: string, id: string): Promise<SandboxRow | undefined> {
-    return this.db
+  async getSandbox(orgId: string, id: string): Promise<SandboxRecord | undefined> {
+    const row = await this.db
       .selectFrom('sandboxes')
       .selectAll()
       .where('org_id', '=', orgId)
       .where('id', '=', id)
       .executeTakeFirst();
+    return row && decodeSandbox(row);
   }
 
   /** Any organisation's sandbox: preview URLs name a sandbox by id alone. */
-  async getSandboxById(id: string): Promise<SandboxRow | undefined> {
-    return this.db.selectFrom('sandboxes').selectAll().where('id', '=', id).executeTakeFirst();
+  async getSandboxById(id: string): Promise<SandboxRecord | undefined> {
+    const row = await this.db
+      .selectFrom('sandboxes')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row && decodeSandbox(row);
   }
 
   /** Records a state change with its time and cause. */
@@ -144,7 +153,7 @@ export class Store {
     id: string,
     to: SandboxState,
     cause: string,
-    extra: Partial<SandboxRow> = {},
+    extra: Pick<Partial<SandboxRow>, 'stopped_at' | 'stop_reason'> = {},
   ): Promise<void> {
     const at = new Date().toISOString();
     await this.db.transaction().execute(async (tx) => {
@@ -165,13 +174,13 @@ export class Store {
     });
   }
 
-  async updateSandbox(id: string, patch: Partial<SandboxRow>): Promise<void> {
-    await this.db.updateTable('sandboxes').set(patch).where('id', '=', id).execute();
+  async updateSandbox(id: string, patch: Partial<SandboxRecord>): Promise<void> {
+    await this.db.updateTable('sandboxes').set(encodeSandbox(patch)).where('id', '=', id).execute();
   }
 
   async listSandboxes(
     f: SandboxFilter,
-  ): Promise<{ rows: SandboxRow[]; nextCursor: string | null }> {
+  ): Promise<{ rows: SandboxRecord[]; nextCursor: string | null }> {
     let q = this.db.selectFrom('sandboxes').selectAll().where('org_id', '=', f.orgId);
     q = f.state ? q.where('state', '=', f.state) : q.where('state', '!=', 'stopped');
     for (const [key, value] of Object.entries(f.metadata)) {
@@ -197,25 +206,43 @@ export class Store {
     const more = rows.length > f.limit;
     const page = rows.slice(0, f.limit);
     const last = page[page.length - 1];
-    return { rows: page, nextCursor: more && last ? encodeCursor(last) : null };
+    return { rows: page.map(decodeSandbox), nextCursor: more && last ? encodeCursor(last) : null };
   }
 
-  async sandboxesOnHost(hostId: string, states: SandboxState[]): Promise<SandboxRow[]> {
-    return this.db
+  async sandboxesOnHost(hostId: string, states: SandboxState[]): Promise<SandboxRecord[]> {
+    const rows = await this.db
       .selectFrom('sandboxes')
       .selectAll()
       .where('host_id', '=', hostId)
       .where('state', 'in', states)
       .execute();
+    return rows.map(decodeSandbox);
   }
 
-  async expiredSandboxes(now: string): Promise<SandboxRow[]> {
-    return this.db
+  async expiredSandboxes(now: string): Promise<SandboxRecord[]> {
+    const rows = await this.db
       .selectFrom('sandboxes')
       .selectAll()
       .where('state', 'in', ['running', 'paused', 'hibernated'])
       .where('expires_at', '<', now)
       .execute();
+    return rows.map(decodeSandbox);
+  }
+
+  /** Sandboxes that still run on a template, and snapshots that restore with its root. */
+  async templateDependents(name: string): Promise<{ sandboxes: number; snapshots: number }> {
+    const sbx = await this.db
+      .selectFrom('sandboxes')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('template', '=', name)
+      .where('state', 'not in', ['stopped', 'error'])
+      .executeTakeFirst();
+    const snaps = await this.db
+      .selectFrom('snapshots')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('template', '=', name)
+      .executeTakeFirst();
+    return { sandboxes: Number(sbx?.n ?? 0), snapshots: Number(snaps?.n ?? 0) };
   }
 
   async sandboxEvents(
@@ -243,26 +270,28 @@ export class Store {
 
   // ---- snapshots ----
 
-  async insertSnapshot(row: SnapshotRow): Promise<void> {
-    await this.db.insertInto('snapshots').values(row).execute();
+  async insertSnapshot(rec: SnapshotRecord): Promise<void> {
+    await this.db.insertInto('snapshots').values(encodeSnapshot(rec)).execute();
   }
 
-  async getSnapshot(orgId: string, id: string): Promise<SnapshotRow | undefined> {
-    return this.db
+  async getSnapshot(orgId: string, id: string): Promise<SnapshotRecord | undefined> {
+    const row = await this.db
       .selectFrom('snapshots')
       .selectAll()
       .where('org_id', '=', orgId)
       .where('id', '=', id)
       .executeTakeFirst();
+    return row && decodeSnapshot(row);
   }
 
-  async listSnapshots(orgId: string): Promise<SnapshotRow[]> {
-    return this.db
+  async listSnapshots(orgId: string): Promise<SnapshotRecord[]> {
+    const rows = await this.db
       .selectFrom('snapshots')
       .selectAll()
       .where('org_id', '=', orgId)
       .orderBy('created_at', 'desc')
       .execute();
+    return rows.map(decodeSnapshot);
   }
 
   async deleteSnapshot(id: string): Promise<void> {

@@ -12,7 +12,7 @@ import {
 } from '../../src/preview/auth';
 import { previewHostMatcher } from '../../src/preview/proxy';
 import { newPreviewToken, previewUrl } from '../../src/preview/token';
-import type { SandboxRow } from '../../src/store/store';
+import type { SandboxRecord } from '../../src/store/store';
 
 describe('preview host names', () => {
   const match = previewHostMatcher('localhost');
@@ -65,7 +65,7 @@ describe('preview tokens', () => {
       id: 'sbx_a',
       preview_auth: auth ? 1 : 0,
       preview_token_hash: t && hashToken(t),
-    }) as SandboxRow;
+    }) as SandboxRecord;
   const req = (url: string, headers: Record<string, string> = {}) =>
     ({ url, headers }) as unknown as IncomingMessage;
   const presented = (url: string, headers: Record<string, string> = {}) =>

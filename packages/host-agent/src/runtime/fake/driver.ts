@@ -8,7 +8,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GUEST_CHANNEL_SOCKET, GUEST_DATA_SOCKET, WarrenError } from '@warren/protocol';
-import type { DriverCapabilities, RuntimeDriver, SandboxSpec } from '../driver';
+import type { DriverCapabilities, GuestEndpoint, RuntimeDriver, SandboxSpec } from '../driver';
+import { UnixEndpoint } from '../unix-endpoint';
 
 const AGENT_ENTRY = fileURLToPath(new URL('../../../../guest-agent/src/main.ts', import.meta.url));
 
@@ -21,6 +22,7 @@ export class FakeDriver implements RuntimeDriver {
     pause: true,
     network: 'none',
     diskLimit: false,
+    egress: false,
   };
   readonly calls: Array<{ op: string; id: string }> = [];
   private readonly running = new Map<string, ChildProcess>();
@@ -108,5 +110,9 @@ export class FakeDriver implements RuntimeDriver {
 
   async list(): Promise<string[]> {
     return [...this.running.keys()];
+  }
+
+  guestEndpoint(spec: Pick<SandboxSpec, 'channelDir'>): GuestEndpoint {
+    return new UnixEndpoint(spec.channelDir);
   }
 }

@@ -1,6 +1,7 @@
 import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DriverCapabilities, RuntimeDriver, SandboxSpec } from '../driver';
+import type { DriverCapabilities, GuestEndpoint, RuntimeDriver, SandboxSpec } from '../driver';
+import { UnixEndpoint } from '../unix-endpoint';
 import { SPEC_REVISION, ociSpec } from './oci-spec';
 import { runsc, type RunscOptions } from './runsc';
 
@@ -26,6 +27,7 @@ export class GvisorDriver implements RuntimeDriver {
     pause: true,
     network: 'none',
     diskLimit: true,
+    egress: true,
   };
 
   constructor(private readonly opts: RunscOptions) {}
@@ -160,5 +162,9 @@ export class GvisorDriver implements RuntimeDriver {
     return containers
       .filter((c) => c.status === 'running' || c.status === 'paused')
       .map((c) => c.id);
+  }
+
+  guestEndpoint(spec: Pick<SandboxSpec, 'channelDir'>): GuestEndpoint {
+    return new UnixEndpoint(spec.channelDir);
   }
 }

@@ -1,7 +1,8 @@
 /**
- * The host end of a sandbox's agent channel: a Unix socket the guest agent
- * dials, over which the host speaks HTTP/2 as the client. A new connection
- * (after a restore, or after this process restarts) replaces the old one.
+ * The host end of a sandbox's agent channel. The guest agent dials the
+ * sandbox's guest endpoint (owned by the runtime driver); over that control
+ * connection the host speaks HTTP/2 as the client. A new connection (after a
+ * restore, or after this process restarts) replaces the old one.
  */
 import {
   connect as h2connect,
@@ -9,20 +10,18 @@ import {
   type ClientHttp2Session,
   type ClientHttp2Stream,
 } from 'node:http2';
-import { createServer, type Server, type Socket } from 'node:net';
-import { randomBytes } from 'node:crypto';
-import { unlink } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import { WarrenError, isErrorCode, type ErrorBody, type FileInfo } from '@warren/protocol';
+import { WarrenError, type ErrorBody, type FileInfo } from '@warren/protocol';
 import {
   CHANNEL_SETTINGS,
   CHANNEL_WINDOW,
-  DATA_TOKEN_BYTES,
-  GUEST_DATA_SOCKET,
   GUEST_PATHS,
   type GuestHello,
 } from '@warren/protocol/guest';
+import type { GuestEndpoint } from '../runtime/driver';
+import { DataConnections, newDataToken } from './data-connections';
+import { drain, errorFrom, readText } from './wire';
 
 export interface GuestResponse {
   status: number;
@@ -39,15 +38,12 @@ export interface GuestRequest {
 }
 
 export class GuestChannel {
-  private server: Server | null = null;
-  private dataServer: Server | null = null;
-  /** Transfers waiting for the guest to dial their data connection, by token. */
-  private readonly pendingData = new Map<string, (socket: Socket) => void>();
   private session: ClientHttp2Session | null = null;
   private readyWaiters: Array<() => void> = [];
+  readonly data = new DataConnections();
 
   constructor(
-    readonly socketPath: string,
+    private readonly endpoint: GuestEndpoint,
     private readonly hello: () => GuestHello,
   ) {}
 
@@ -55,68 +51,22 @@ export class GuestChannel {
     return this.session !== null && !this.session.closed && !this.session.destroyed;
   }
 
-  get dataSocketPath(): string {
-    return join(dirname(this.socketPath), GUEST_DATA_SOCKET);
-  }
-
   /** Data connections that carry this token are the sandbox's egress (see network/). */
-  private egress: { token: string; handle: (socket: Socket) => void } | null = null;
-
   acceptEgress(token: string, handle: (socket: Socket) => void): void {
-    this.egress = { token, handle };
+    this.data.acceptEgress(token, handle);
   }
 
   async listen(): Promise<void> {
-    this.server = await listenOn(this.socketPath, (socket) => this.adopt(socket));
-    this.dataServer = await listenOn(this.dataSocketPath, (socket) => this.adoptData(socket));
-  }
-
-  /** A data connection starts with its transfer's token and a newline. */
-  private adoptData(socket: Socket): void {
-    socket.on('error', () => undefined);
-    const onReadable = () => {
-      const head = socket.read(DATA_TOKEN_BYTES + 1) as Buffer | null;
-      if (head === null) return;
-      socket.off('readable', onReadable);
-      const token = head.subarray(0, DATA_TOKEN_BYTES).toString('latin1');
-      if (this.egress?.token === token) return this.egress.handle(socket);
-      const take = this.pendingData.get(token);
-      if (!take) return socket.destroy();
-      take(socket);
-    };
-    socket.on('readable', onReadable);
-  }
-
-  private expectData(
-    token: string,
-    timeoutMs: number,
-  ): { socket: Promise<Socket>; cancel: () => void } {
-    let cancel = () => undefined as void;
-    const socket = new Promise<Socket>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pendingData.delete(token);
-        reject(
-          new WarrenError('GUEST_UNAVAILABLE', 'sandbox agent did not open the data connection'),
-        );
-      }, timeoutMs);
-      this.pendingData.set(token, (s) => {
-        clearTimeout(timer);
-        this.pendingData.delete(token);
-        resolve(s);
-      });
-      cancel = () => {
-        clearTimeout(timer);
-        this.pendingData.delete(token);
-      };
+    await this.endpoint.listen({
+      control: (socket) => this.adopt(socket),
+      data: (socket) => this.data.adopt(socket),
     });
-    socket.catch(() => undefined);
-    return { socket, cancel };
   }
 
   /** Streams `body` into a file in the sandbox over a data connection. */
   async upload(path: string, body: Readable, mode?: string): Promise<FileInfo> {
-    const token = randomBytes(DATA_TOKEN_BYTES / 2).toString('hex');
-    const data = this.expectData(token, DATA_DIAL_TIMEOUT_MS);
+    const token = newDataToken();
+    const data = this.data.expect(token);
     try {
       await this.json({
         method: 'POST',
@@ -140,8 +90,8 @@ export class GuestChannel {
 
   /** Opens a file in the sandbox for reading; the stream is a data connection. */
   async download(path: string): Promise<{ size: number; stream: Readable }> {
-    const token = randomBytes(DATA_TOKEN_BYTES / 2).toString('hex');
-    const data = this.expectData(token, DATA_DIAL_TIMEOUT_MS);
+    const token = newDataToken();
+    const data = this.data.expect(token);
     let size: number;
     try {
       ({ size } = await this.json<{ size: number }>({
@@ -156,17 +106,14 @@ export class GuestChannel {
     return { size, stream: await data.socket };
   }
 
-  /** Preview connections to ports in the sandbox: no host socket may stay open for a checkpoint. */
-  private readonly portSockets = new Set<Socket>();
-
   /**
    * A raw byte stream to a TCP port on the sandbox's loopback (preview URLs):
    * the guest connects to the port and pipes it over a data connection.
    * Fails with PORT_NOT_LISTENING when nothing accepts on that port.
    */
   async openPort(port: number): Promise<Socket> {
-    const token = randomBytes(DATA_TOKEN_BYTES / 2).toString('hex');
-    const data = this.expectData(token, DATA_DIAL_TIMEOUT_MS);
+    const token = newDataToken();
+    const data = this.data.expect(token);
     try {
       await this.json({ method: 'POST', path: GUEST_PATHS.portConnect, json: { port, token } });
     } catch (err) {
@@ -174,14 +121,8 @@ export class GuestChannel {
       throw err;
     }
     const socket = await data.socket;
-    this.portSockets.add(socket);
-    socket.once('close', () => this.portSockets.delete(socket));
+    this.data.trackPort(socket);
     return socket;
-  }
-
-  private dropPortConnections(): void {
-    for (const s of this.portSockets) s.destroy();
-    this.portSockets.clear();
   }
 
   private adopt(socket: Socket): void {
@@ -260,7 +201,7 @@ export class GuestChannel {
   async prepareCheckpoint(drainMs = 2_000): Promise<void> {
     const session = this.session;
     this.ready = false;
-    this.dropPortConnections();
+    this.data.dropPorts();
     if (this.inflight > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, drainMs);
@@ -271,7 +212,7 @@ export class GuestChannel {
       });
       this.onIdle = null;
     }
-    this.dropPortConnections();
+    this.data.dropPorts();
     try {
       await this.closeListener();
       if (!session || session.closed || session.destroyed) return;
@@ -294,20 +235,14 @@ export class GuestChannel {
     }
   }
 
-  /** Stops accepting connections and removes the socket file (before a checkpoint). */
+  /** Stops accepting connections: the guest cannot dial back in (before a checkpoint). */
   async closeListener(): Promise<void> {
-    // close() stops accepting at once; its callback would wait for live connections too.
-    this.server?.close();
-    this.dataServer?.close();
-    this.server = null;
-    this.dataServer = null;
-    await unlink(this.socketPath).catch(() => undefined);
-    await unlink(this.dataSocketPath).catch(() => undefined);
+    await this.endpoint.close();
   }
 
   async close(): Promise<void> {
     await this.closeListener();
-    this.dropPortConnections();
+    this.data.dropPorts();
     this.session?.destroy();
     this.session = null;
     this.ready = false;
@@ -425,35 +360,4 @@ export class GuestChannel {
   }
 }
 
-const DATA_DIAL_TIMEOUT_MS = 15_000;
 const RECONNECT_WAIT_MS = 10_000;
-
-async function listenOn(path: string, onConnection: (socket: Socket) => void): Promise<Server> {
-  await unlink(path).catch(() => undefined);
-  const server = createServer(onConnection);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(path, () => resolve());
-  });
-  return server;
-}
-
-export function errorFrom(status: number, text: string): WarrenError {
-  try {
-    const body = JSON.parse(text) as ErrorBody;
-    if (isErrorCode(body.error?.code)) return new WarrenError(body.error.code, body.error.message);
-  } catch {
-    // not a JSON error body
-  }
-  return new WarrenError('INTERNAL', `guest agent answered ${status}`);
-}
-
-export async function readText(stream: Readable): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-async function drain(stream: Readable): Promise<void> {
-  for await (const _ of stream) void _;
-}

@@ -1,0 +1,172 @@
+/**
+ * createHostAgent: one host's agent behind the HostApi contract. It wires the
+ * runtime driver, the egress proxy, the snapshot store, templates and volumes,
+ * and hands each part of the API to the module named for it.
+ */
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { HostApi } from '@warren/protocol';
+import { defaultRunsc, type HostAgentConfig } from './config';
+import type { HostContext } from './context';
+import { guestFiles } from './guest/files';
+import { guestProcesses } from './guest/processes';
+import { AddressGuard, parseCidrList } from './network/addresses';
+import { EgressCa } from './network/ca';
+import { EgressProxy } from './network/egress-proxy';
+import { BUILTIN_PRESETS } from './network/presets';
+import { Resolver } from './network/resolver';
+import { createDriver } from './runtime';
+import type { RuntimeDriver } from './runtime/driver';
+import { Captures } from './sandboxes/capture';
+import { checkSandboxNetwork, setSandboxNetwork } from './sandboxes/connect';
+import { createSandbox } from './sandboxes/create';
+import {
+  cpuUsageNs,
+  destroySandbox,
+  hibernateSandbox,
+  pauseSandbox,
+  resumeSandbox,
+  wakeSandbox,
+} from './sandboxes/lifecycle';
+import { reconcile } from './sandboxes/reconcile';
+import { SandboxRegistry } from './sandboxes/registry';
+import { createSnapshotStore, type SnapshotStore } from './snapshots';
+import { HostVolumes } from './storage/host-volumes';
+import { bake } from './templates/bake';
+import { TemplateCatalog, type TemplateRecord } from './templates/catalog';
+import { ensureGuestBundle, type GuestBundle } from './templates/guest-bundle';
+import { hostTemplateApi } from './templates/template-api';
+
+/**
+ * The in-process agent: HostApi, plus what the process that embeds it (the
+ * single-node platform, its tests and benchmarks) may look at directly.
+ */
+export interface LocalHostAgent extends HostApi {
+  /** Waits until the runtime's background teardowns have finished. */
+  settle(): Promise<void>;
+  /** Whether a sandbox is live on this host. */
+  isLive(id: string): boolean;
+  readonly driver: RuntimeDriver;
+  readonly snapshotStore: SnapshotStore;
+  /** A template's record with its host paths (benchmarks restore it with runsc directly). */
+  templateRecord(name: string): Promise<TemplateRecord>;
+}
+
+async function egressProxy(config: HostAgentConfig): Promise<EgressProxy> {
+  const e = config.egress;
+  const extra = e.presetsFile
+    ? (JSON.parse(await readFile(e.presetsFile, 'utf8')) as Record<string, string[]>)
+    : {};
+  const proxy = new EgressProxy({
+    ca: await EgressCa.open(join(config.home, 'egress-ca'), e.caFiles),
+    resolver: new Resolver(e.hostsFile ?? undefined),
+    guard: new AddressGuard({ block: parseCidrList(e.block), unblock: parseCidrList(e.unblock) }),
+    presets: { ...BUILTIN_PRESETS, ...extra },
+    onEvent: (sandboxId, event) => config.onEgressEvent?.(sandboxId, event),
+  });
+  proxy.compile(e.defaultPolicy);
+  return proxy;
+}
+
+export async function createHostAgent(config: HostAgentConfig): Promise<LocalHostAgent> {
+  const sandboxesDir = join(config.home, 'sandboxes');
+  const scratchDir = join(config.home, 'snapshots', '.scratch');
+  for (const dir of [sandboxesDir, join(config.home, 'runsc'), config.templatesDir, scratchDir])
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+  const driver = createDriver(config.driver, {
+    runsc: config.runsc ?? defaultRunsc(),
+    stateDir: join(config.home, 'runsc'),
+  });
+  const runtime = await driver.version();
+  let guest: GuestBundle | null = null;
+  const ctx: HostContext = {
+    hostId: config.hostId,
+    sandboxesDir,
+    scratchDir,
+    readyTimeoutMs: config.readyTimeoutMs,
+    driver,
+    runtimeVersion: `${driver.name} ${runtime}`,
+    registry: new SandboxRegistry(config.hostId, config.memoryBudgetMb),
+    catalog: new TemplateCatalog(config.templatesDir, config.debianMirror),
+    volumes: new HostVolumes(join(config.home, 'volumes')),
+    snapshots: createSnapshotStore(
+      join(config.home, 'snapshots', 'store'),
+      config.snapshotStore.kind === 's3' ? config.snapshotStore : undefined,
+    ),
+    egress: await egressProxy(config),
+    guestBundle: async () =>
+      (guest ??= await ensureGuestBundle(join(config.templatesDir, '.guest'))),
+  };
+  await mkdir(ctx.volumes.root, { recursive: true, mode: 0o700 });
+  const captures = new Captures(ctx);
+  const channelOf = (id: string) => ctx.registry.live(id).channel;
+  const create = (req: Parameters<typeof createSandbox>[2]) => createSandbox(ctx, captures, req);
+
+  return {
+    id: config.hostId,
+    driver,
+    snapshotStore: ctx.snapshots,
+    async info() {
+      const c = driver.capabilities;
+      return {
+        id: config.hostId,
+        driver: driver.name,
+        runtime_version: runtime,
+        capabilities: {
+          checkpoint: c.checkpoint,
+          pause: c.pause,
+          disk_limit: c.diskLimit,
+          egress: c.egress,
+        },
+      };
+    },
+    capacity: async () => ctx.registry.capacity(),
+    sandboxes: {
+      create,
+      destroy: (id) => destroySandbox(ctx, id),
+      pause: (id) => pauseSandbox(ctx, id),
+      resume: (id) => resumeSandbox(ctx, id),
+      hibernate: (id) => hibernateSandbox(ctx, id),
+      wake: (id, o) => wakeSandbox(ctx, id, o),
+      capture: (id) => captures.capture(id),
+      releaseCapture: (captureId) => captures.release(captureId),
+      snapshot: (id, snapshotId) => captures.snapshot(id, snapshotId),
+      cpuUsageNs: (id) => cpuUsageNs(ctx, id),
+      checkNetwork: async (network) => checkSandboxNetwork(ctx, network),
+      setNetwork: async (id, network) => setSandboxNetwork(ctx, id, network),
+      openPort: (id, port) => channelOf(id).openPort(port),
+      reconcile: (expected, hibernated) => reconcile(ctx, expected, hibernated),
+    },
+    processes: guestProcesses(channelOf),
+    files: guestFiles(channelOf),
+    templates: hostTemplateApi(ctx, {
+      catalog: ctx.catalog,
+      bake: (...args) => bake(ctx, ...args),
+      startSandbox: async (req) => {
+        await create(req);
+        return channelOf(req.id);
+      },
+      destroySandbox: (id) => destroySandbox(ctx, id),
+    }),
+    volumes: {
+      create: (id, sizeMb) => ctx.volumes.create(id, sizeMb),
+      remove: (id) => ctx.volumes.remove(id),
+      usedBytes: (id) => ctx.volumes.usedBytes(id),
+      mount: (id) => ctx.volumes.ensureMounted(id),
+    },
+    snapshots: { delete: (snapshotId) => ctx.snapshots.delete(snapshotId) },
+    settle: () => ctx.registry.settle(),
+    isLive: (id) => ctx.registry.has(id),
+    templateRecord: (name) => ctx.catalog.get(name),
+    async close(o = {}) {
+      for (const id of ctx.registry.ids()) {
+        if (o.destroy) await destroySandbox(ctx, id);
+        else await ctx.registry.live(id).channel.close();
+      }
+      await captures.releaseAll();
+      await ctx.registry.settle();
+      // Volume data stays on disk; the next start mounts it again.
+      if (o.destroy) await ctx.volumes.unmountAll();
+    },
+  };
+}

@@ -1,0 +1,117 @@
+/**
+ * The lifecycle of a live sandbox on this host: pause and resume (CPU frozen,
+ * memory kept), hibernate and wake (everything saved to disk, memory freed),
+ * destroy.
+ */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { SandboxNetwork } from '@warren/protocol';
+import type { HostContext } from '../context';
+import { releaseSandboxDisk } from '../storage/sandbox-disk';
+import { openChannel } from './connect';
+import { prepareDisk } from './disk';
+import { hibernationImage, readSpec, readStorage } from './state-files';
+import { Undo } from './undo';
+
+/** Freezes the sandbox's CPU; memory stays. Its agent cannot answer until resume. */
+export async function pauseSandbox(ctx: HostContext, id: string): Promise<void> {
+  const sbx = ctx.registry.live(id);
+  if (sbx.paused) return;
+  await ctx.driver.pause(id);
+  sbx.paused = true;
+}
+
+export async function resumeSandbox(ctx: HostContext, id: string): Promise<void> {
+  const sbx = ctx.registry.live(id);
+  if (!sbx.paused) return;
+  await ctx.driver.resume(id);
+  sbx.paused = false;
+  await sbx.channel.waitReady(ctx.readyTimeoutMs);
+}
+
+/**
+ * Saves the whole sandbox (memory, processes, files) to disk and stops it:
+ * its memory reservation is released and nothing of it runs until wake.
+ */
+export async function hibernateSandbox(ctx: HostContext, id: string): Promise<void> {
+  const sbx = ctx.registry.live(id);
+  if (sbx.paused) await resumeSandbox(ctx, id);
+  const image = hibernationImage(sbx.workDir);
+  try {
+    await sbx.channel.prepareCheckpoint();
+    await rm(image, { recursive: true, force: true });
+    await ctx.driver.checkpoint(id, image);
+  } catch (err) {
+    // Still running: let the agent dial back in and keep serving.
+    await sbx.channel.listen().catch(() => undefined);
+    throw err;
+  }
+  ctx.egress?.detach(id);
+  // The image is complete (the written files too): stop what is left of the
+  // sandbox now, and let the runtime forget it and its disk be released in the
+  // background; wake waits for that, to reuse the id (and retries the release).
+  await sbx.channel.close();
+  ctx.registry.remove(id);
+  await ctx.driver.kill(id);
+  ctx.registry.teardown(id, async () => {
+    await ctx.driver.destroy(id);
+    await releaseSandboxDisk(sbx.workDir);
+  });
+}
+
+/** Restores a hibernated sandbox from its image, admitted against the memory budget again. */
+export async function wakeSandbox(
+  ctx: HostContext,
+  id: string,
+  o: { env: Record<string, string>; network?: SandboxNetwork },
+): Promise<void> {
+  if (ctx.registry.has(id)) return;
+  await ctx.registry.teardownOf(id);
+  const workDir = join(ctx.sandboxesDir, id);
+  const image = hibernationImage(workDir);
+  const spec = await readSpec(workDir);
+  const storage = await readStorage(workDir);
+  ctx.registry.reserve(id, spec.memoryMb);
+  const undo = new Undo();
+  undo.push(async () => ctx.registry.release(spec.memoryMb));
+  try {
+    await releaseSandboxDisk(workDir); // whatever a failed hibernate left mounted
+    undo.push(() => releaseSandboxDisk(workDir));
+    await prepareDisk(ctx, workDir, storage, spec.filestoreDir !== undefined);
+    const channel = await openChannel(ctx, id, spec, o.env, o.network);
+    undo.push(async () => ctx.egress?.detach(id));
+    undo.push(() => channel.close());
+    undo.push(() => ctx.driver.destroy(id));
+    await ctx.driver.restore(spec, image);
+    await channel.waitReady(ctx.readyTimeoutMs);
+    ctx.registry.add({ id, memoryMb: spec.memoryMb, channel, workDir, paused: false });
+  } catch (err) {
+    await undo.run(); // the image stays: the sandbox is still hibernated
+    throw err;
+  }
+  await rm(image, { recursive: true, force: true });
+}
+
+/**
+ * Stops a sandbox at once and releases its memory reservation; the runtime's
+ * slower removal of its state finishes in the background. Safe to repeat.
+ */
+export async function destroySandbox(ctx: HostContext, id: string): Promise<void> {
+  const sbx = ctx.registry.remove(id);
+  ctx.egress?.detach(id);
+  await sbx?.channel.close();
+  await ctx.driver.kill(id);
+  const workDir = join(ctx.sandboxesDir, id);
+  ctx.registry.teardown(id, async () => {
+    await ctx.driver.destroy(id);
+    // Throws if a mount cannot be removed: then the directory stays, and the volume's data too.
+    await releaseSandboxDisk(workDir);
+    await rm(workDir, { recursive: true, force: true });
+  });
+}
+
+/** CPU time the sandbox has used, in nanoseconds (null when the runtime cannot tell). */
+export async function cpuUsageNs(ctx: HostContext, id: string): Promise<number | null> {
+  if (!ctx.registry.has(id)) return null;
+  return ctx.driver.cpuUsageNs(id);
+}

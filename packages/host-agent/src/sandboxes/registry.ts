@@ -1,0 +1,117 @@
+/**
+ * The sandboxes live on this host, their memory reservations against the
+ * host's budget (admission), and the runtime teardowns still finishing in
+ * the background.
+ */
+import { WarrenError, type HostCapacity } from '@warren/protocol';
+import type { GuestChannel } from '../guest/channel';
+
+export interface LiveSandbox {
+  id: string;
+  memoryMb: number;
+  channel: GuestChannel;
+  workDir: string;
+  paused: boolean;
+}
+
+export class SandboxRegistry {
+  private readonly sandboxes = new Map<string, LiveSandbox>();
+  /** Memory reserved by sandboxes being created or running, in MiB. */
+  private reservedMb = 0;
+  /** Runtime teardowns still running in the background, by sandbox (awaited by settle). */
+  private readonly teardowns = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly hostId: string,
+    private readonly budgetMb: number,
+  ) {}
+
+  capacity(): HostCapacity {
+    return {
+      memory_budget_mb: this.budgetMb,
+      memory_reserved_mb: this.reservedMb,
+      sandboxes: this.sandboxes.size,
+    };
+  }
+
+  /** Reserves memory for a sandbox, or refuses at once with INSUFFICIENT_CAPACITY. */
+  reserve(id: string, memoryMb: number): void {
+    const free = this.budgetMb - this.reservedMb;
+    if (memoryMb > free) {
+      throw new WarrenError(
+        'INSUFFICIENT_CAPACITY',
+        `not enough memory on host ${this.hostId} for ${id}: ${memoryMb} MiB requested, ${free} MiB of ${this.budgetMb} MiB free`,
+        { requested_mb: memoryMb, free_mb: free },
+      );
+    }
+    this.reservedMb += memoryMb;
+  }
+
+  release(memoryMb: number): void {
+    this.reservedMb -= memoryMb;
+  }
+
+  /** Adds a sandbox whose memory was reserved for it. */
+  add(sbx: LiveSandbox): void {
+    this.sandboxes.set(sbx.id, sbx);
+  }
+
+  /** Adds a sandbox found running (after a restart), counting its memory without admission. */
+  adopt(sbx: LiveSandbox): void {
+    this.reservedMb += sbx.memoryMb;
+    this.sandboxes.set(sbx.id, sbx);
+  }
+
+  /** Forgets a sandbox and releases its reservation; returns what it was. */
+  remove(id: string): LiveSandbox | undefined {
+    const sbx = this.sandboxes.get(id);
+    if (!sbx) return undefined;
+    this.sandboxes.delete(id);
+    this.reservedMb -= sbx.memoryMb;
+    return sbx;
+  }
+
+  has(id: string): boolean {
+    return this.sandboxes.has(id);
+  }
+
+  ids(): string[] {
+    return [...this.sandboxes.keys()];
+  }
+
+  /** The live sandbox, or SANDBOX_NOT_RUNNING. */
+  live(id: string): LiveSandbox {
+    const sbx = this.sandboxes.get(id);
+    if (!sbx)
+      throw new WarrenError(
+        'SANDBOX_NOT_RUNNING',
+        `sandbox ${id} is not running on host ${this.hostId}`,
+      );
+    return sbx;
+  }
+
+  /** Runs `work` after any earlier teardown of the same sandbox; failures are swallowed. */
+  teardown(id: string, work: () => Promise<unknown>): void {
+    const previous = this.teardowns.get(id) ?? Promise.resolve();
+    const done: Promise<void> = previous
+      .then(work)
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => {
+        if (this.teardowns.get(id) === done) this.teardowns.delete(id);
+      });
+    this.teardowns.set(id, done);
+  }
+
+  /** Waits for the background teardown of one sandbox (to reuse its id). */
+  async teardownOf(id: string): Promise<void> {
+    await this.teardowns.get(id);
+  }
+
+  /** Waits until every background teardown has finished. */
+  async settle(): Promise<void> {
+    while (this.teardowns.size > 0) await Promise.all([...this.teardowns.values()]);
+  }
+}

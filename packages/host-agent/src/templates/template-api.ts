@@ -1,0 +1,118 @@
+/**
+ * HostTemplateApi: built-in templates, builds from recipes and images
+ * (uploaded or by server path), rebuilds and removal. What crosses the API is
+ * the template as users see it; its host paths and build keys stay here.
+ */
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  TEMPLATE_UPLOAD_LIMIT,
+  WarrenError,
+  type HostTemplateApi,
+  type Template,
+} from '@warren/protocol';
+import type { HostContext } from '../context';
+import { ensureBuiltin } from './bake';
+import { BUILTIN_TEMPLATES, type TemplateRecord } from './catalog';
+import { TemplateBuilder, type BuildHost } from './builder';
+
+/** The API view of a template: its host-side paths and build keys stay internal. */
+function toApi(t: TemplateRecord): Template {
+  const { rootfs, snapshot, guest_key, runtime_version, ...api } = t;
+  return api;
+}
+
+function notFound(name: string): WarrenError {
+  return new WarrenError('TEMPLATE_NOT_FOUND', `template ${JSON.stringify(name)} does not exist`);
+}
+
+/** Copies an upload to a file, refusing it once it passes the limit. */
+async function saveUpload(body: Readable, file: string): Promise<void> {
+  let size = 0;
+  const limit = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      size += chunk.length;
+      if (size > TEMPLATE_UPLOAD_LIMIT)
+        return cb(
+          new WarrenError(
+            'PAYLOAD_TOO_LARGE',
+            `image upload is larger than ${TEMPLATE_UPLOAD_LIMIT} bytes`,
+          ),
+        );
+      cb(null, chunk);
+    },
+  });
+  await pipeline(body, limit, createWriteStream(file, { mode: 0o600 }));
+  if (size === 0) throw new WarrenError('INVALID_IMAGE', 'the upload is empty');
+}
+
+export function hostTemplateApi(ctx: HostContext, host: BuildHost): HostTemplateApi {
+  const builder = new TemplateBuilder(host);
+  const catalog = ctx.catalog;
+  return {
+    list: async () => (await catalog.list()).map(toApi),
+    async get(name) {
+      const rec = await catalog.read(name);
+      return rec ? toApi(rec) : null;
+    },
+    async ensure(names, progress) {
+      for (const name of await catalog.removeInterrupted())
+        progress(`removed template ${name}: its build was interrupted`);
+      for (const name of names) await ensureBuiltin(ctx, name, progress);
+    },
+    build: async (req, progress) => toApi(await builder.build(req, progress)),
+    async checkNew(name) {
+      if (await catalog.read(name))
+        throw new WarrenError('TEMPLATE_EXISTS', `template ${name} already exists`);
+    },
+    async buildFromImage(name, image, o, progress) {
+      const uploads = join(catalog.root, '.uploads');
+      await mkdir(uploads, { recursive: true, mode: 0o700 });
+      const file = join(uploads, `${randomBytes(8).toString('hex')}.tar`);
+      try {
+        await saveUpload(image, file);
+        const { start, ready, ready_timeout, ...sizing } = o;
+        const rec = await builder.build(
+          {
+            name,
+            image: { path: file, uploaded: true },
+            ...sizing,
+            ...(start?.length && { start }),
+            ...(ready?.length && {
+              ready: { cmd: ready, ...(ready_timeout && { timeout: ready_timeout }) },
+            }),
+          },
+          progress,
+        );
+        return toApi(rec);
+      } finally {
+        await rm(file, { force: true });
+      }
+    },
+    async rebuildReplacesRoot(name) {
+      return (await builder.buildSpec(name).catch(() => null)) !== null;
+    },
+    /**
+     * A built-in template is baked again (its root is built first if missing, so
+     * this is also how an official template not built at start gets built); a
+     * user template repeats its build.
+     */
+    async rebuild(name, progress) {
+      const rec = await catalog.read(name);
+      if (rec && rec.source !== undefined && rec.source !== 'builtin')
+        return toApi(await builder.rebuild(rec, progress));
+      if (!BUILTIN_TEMPLATES[name]) throw notFound(name);
+      return toApi(await ensureBuiltin(ctx, name, progress, { force: true }));
+    },
+    async remove(name) {
+      if (!(await catalog.read(name))) throw notFound(name);
+      if (builder.isBuilding(name))
+        throw new WarrenError('TEMPLATE_IN_USE', `template ${name} is being built`);
+      await catalog.remove(name);
+    },
+  };
+}

@@ -1,0 +1,228 @@
+/**
+ * HostApi: the one contract between the control plane and a host agent.
+ *
+ * Everything crossing it is addressed by ids and made of protocol types:
+ * no guest channel, runtime spec or host path. The in-process agent
+ * (`createHostAgent` in @warren/host-agent) implements it today; an agent on
+ * another machine implements the same interface behind a network transport.
+ * Byte streams (exec output, files, port connections) are Node streams and
+ * async iterables, which a transport maps onto its own framing.
+ */
+import type { Duplex, Readable } from 'node:stream';
+import type {
+  ExecEvent,
+  FileInfo,
+  FileList,
+  MkdirRequest,
+  ProcessInfo,
+  RenameRequest,
+  SignalRequest,
+  StdinRequest,
+  Template,
+  TemplateBuildRequest,
+  TemplateImageQuery,
+  WriteResult,
+} from './api';
+import type { GuestProcessStart } from './guest';
+import type { EgressSecret, NetworkPolicy } from './network';
+
+/** A sandbox's egress policy and the secrets its requests get on the way out. */
+export interface SandboxNetwork {
+  policy: NetworkPolicy;
+  secrets: EgressSecret[];
+}
+
+/** A volume bound into a sandbox: the host's volume id and where the guest sees it. */
+export interface HostVolumeAttachment {
+  id: string;
+  name: string;
+  mount_path: string;
+  read_only: boolean;
+}
+
+/** What a new sandbox is restored from instead of its template's baked snapshot. */
+export type SandboxSource =
+  /** A snapshot in the snapshot store (fetched first if this host lacks it). */
+  | { kind: 'snapshot'; snapshot_id: string }
+  /** A capture this host holds (see `HostSandboxApi.capture`): fork children. */
+  | { kind: 'capture'; capture_id: string };
+
+export interface HostCreateRequest {
+  id: string;
+  /** Its template: the sizes default to and are bounded by the template's. */
+  template: string;
+  /** Restore this instead of the template's snapshot. */
+  from?: SandboxSource;
+  cpu?: number;
+  memory_mb?: number;
+  /** Size limit of the sandbox's written files (where the runtime can limit it). */
+  disk_mb?: number;
+  volumes?: HostVolumeAttachment[];
+  env: Record<string, string>;
+  network?: SandboxNetwork;
+  /** Stop every process the image brought along before the sandbox is handed out (disk-only fork). */
+  reset_processes?: boolean;
+}
+
+/** The sizes a sandbox got: the request's, or its template's defaults. */
+export interface HostSandboxSizing {
+  cpu: number;
+  memory_mb: number;
+  disk_mb: number;
+}
+
+export interface HostCapabilities {
+  /** Running sandboxes can be saved to an image and copies restored from it. */
+  checkpoint: boolean;
+  pause: boolean;
+  /** Written files are kept on a size-limited disk, so volumes can be attached. */
+  disk_limit: boolean;
+  /** Sandboxes reach the outside through the host's egress proxy. */
+  egress: boolean;
+}
+
+export interface HostInfo {
+  id: string;
+  driver: string;
+  runtime_version: string;
+  capabilities: HostCapabilities;
+}
+
+export interface HostCapacity {
+  memory_budget_mb: number;
+  memory_reserved_mb: number;
+  sandboxes: number;
+}
+
+/** A sandbox the control plane believes runs on this host (reconciliation after a restart). */
+export interface HostExpectedSandbox {
+  id: string;
+  memory_mb: number;
+  env: Record<string, string>;
+  network?: SandboxNetwork;
+  paused?: boolean;
+}
+
+export interface HostSandboxApi {
+  /**
+   * Restores a new sandbox: checks its template (TEMPLATE_NOT_FOUND,
+   * TEMPLATE_NOT_READY), sizes (RESOURCES_OUT_OF_RANGE) and network policy
+   * (INVALID_NETWORK_POLICY), admits it (INSUFFICIENT_CAPACITY) and starts it.
+   * On failure nothing is left.
+   */
+  create(req: HostCreateRequest): Promise<HostSandboxSizing>;
+  /** Stops a sandbox at once and releases what it held; safe to repeat. */
+  destroy(id: string): Promise<void>;
+  pause(id: string): Promise<void>;
+  resume(id: string): Promise<void>;
+  /** Saves memory, processes and files to this host's disk and stops the sandbox. */
+  hibernate(id: string): Promise<void>;
+  /** Restores a hibernated sandbox with its (possibly changed) env and network. */
+  wake(id: string, o: { env: Record<string, string>; network?: SandboxNetwork }): Promise<void>;
+  /** Captures a running sandbox for forks; it goes on running. Release the capture when done. */
+  capture(id: string): Promise<{ capture_id: string; paused_ms: number }>;
+  releaseCapture(captureId: string): Promise<void>;
+  /** Captures a running sandbox into the snapshot store under `snapshotId`; it goes on running. */
+  snapshot(id: string, snapshotId: string): Promise<{ size_bytes: number; paused_ms: number }>;
+  /** CPU time the sandbox has used, in nanoseconds (null when unknown or not running here). */
+  cpuUsageNs(id: string): Promise<number | null>;
+  /** Throws INVALID_NETWORK_POLICY for a policy (or secrets) this host cannot enforce. */
+  checkNetwork(network: SandboxNetwork): Promise<void>;
+  /** Changes the egress policy of a running or paused sandbox; open connections stay. */
+  setNetwork(id: string, network: SandboxNetwork): Promise<void>;
+  /** A raw byte stream to a TCP port on the sandbox's loopback; PORT_NOT_LISTENING if none. */
+  openPort(id: string, port: number): Promise<Duplex>;
+  /**
+   * After a restart: takes back the expected sandboxes that still run and
+   * removes what nobody expects. Returns the ids that could not be recovered.
+   */
+  reconcile(expected: HostExpectedSandbox[], hibernated: string[]): Promise<string[]>;
+}
+
+export interface ExecOptions {
+  /** Aborting before the process exits kills it and ends the events. */
+  signal?: AbortSignal;
+}
+
+export interface HostProcessApi {
+  /** Starts a process and yields its events: start, stdout, stderr, exit. Start errors throw. */
+  exec(id: string, start: GuestProcessStart, o?: ExecOptions): Promise<AsyncIterable<ExecEvent>>;
+  /** Starts a background process and returns at once. */
+  start(id: string, start: GuestProcessStart): Promise<ProcessInfo>;
+  list(id: string): Promise<ProcessInfo[]>;
+  get(id: string, pid: number): Promise<ProcessInfo>;
+  /** Replays buffered output, then (with follow) live output until exit. Aborting does not kill. */
+  output(
+    id: string,
+    pid: number,
+    o: { follow: boolean; signal?: AbortSignal },
+  ): Promise<AsyncIterable<ExecEvent>>;
+  writeStdin(id: string, pid: number, req: StdinRequest): Promise<void>;
+  signal(id: string, pid: number, req: SignalRequest): Promise<void>;
+}
+
+export interface HostFileApi {
+  read(id: string, path: string): Promise<{ size: number; stream: Readable }>;
+  write(id: string, path: string, body: Readable, mode?: string): Promise<WriteResult>;
+  list(id: string, path: string): Promise<FileList>;
+  stat(id: string, path: string): Promise<FileInfo>;
+  mkdir(id: string, req: MkdirRequest): Promise<FileInfo>;
+  rename(id: string, req: RenameRequest): Promise<FileInfo>;
+  remove(id: string, path: string, recursive: boolean): Promise<void>;
+}
+
+/** A log line of a template build; `step` is 1-based. */
+export type BuildProgress = (line: string, step?: number) => void;
+
+export interface HostTemplateApi {
+  list(): Promise<Template[]>;
+  /** null when there is no such template. */
+  get(name: string): Promise<Template | null>;
+  /** Builds what is missing of built-in templates and bakes stale snapshots (at start). */
+  ensure(names: string[], progress: BuildProgress): Promise<void>;
+  build(req: TemplateBuildRequest, progress: BuildProgress): Promise<Template>;
+  /** Checks that an image upload may start (name free) before its bytes are read. */
+  checkNew(name: string): Promise<void>;
+  /** Builds from an uploaded image (OCI layout or `docker save` tar, optionally gzipped). */
+  buildFromImage(
+    name: string,
+    image: Readable,
+    o: TemplateImageQuery,
+    progress: BuildProgress,
+  ): Promise<Template>;
+  /** Whether a rebuild repeats a recipe or image build (and so replaces the template's root). */
+  rebuildReplacesRoot(name: string): Promise<boolean>;
+  rebuild(name: string, progress: BuildProgress): Promise<Template>;
+  /** Removes a template; TEMPLATE_IN_USE while it is being built. */
+  remove(name: string): Promise<void>;
+}
+
+export interface HostVolumeApi {
+  /** Makes a volume's file system; INSUFFICIENT_CAPACITY when the host's disk cannot hold it. */
+  create(id: string, sizeMb: number): Promise<void>;
+  remove(id: string): Promise<void>;
+  usedBytes(id: string): Promise<number>;
+  /** Mounts a volume that is not mounted (after a reboot). */
+  mount(id: string): Promise<void>;
+}
+
+export interface HostSnapshotApi {
+  delete(snapshotId: string): Promise<void>;
+}
+
+export interface HostApi {
+  readonly id: string;
+  info(): Promise<HostInfo>;
+  capacity(): Promise<HostCapacity>;
+  readonly sandboxes: HostSandboxApi;
+  readonly processes: HostProcessApi;
+  readonly files: HostFileApi;
+  readonly templates: HostTemplateApi;
+  readonly volumes: HostVolumeApi;
+  readonly snapshots: HostSnapshotApi;
+  /** Closes channels; with destroy, also removes every sandbox and unmounts volumes. */
+  close(o?: { destroy?: boolean }): Promise<void>;
+}
+
+/** Largest template image upload; larger bodies are cut off with PAYLOAD_TOO_LARGE. */
+export const TEMPLATE_UPLOAD_LIMIT = 16 * 1024 ** 3;

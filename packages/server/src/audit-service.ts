@@ -1,0 +1,14 @@
+/** The audit log: one event for every state-changing request (app.ts), and reading it back. */
+import type { AuditRow, Store } from './store/store';
+
+export class AuditService {
+  constructor(private readonly store: Store) {}
+
+  record(event: AuditRow): Promise<void> {
+    return this.store.audit(event);
+  }
+
+  list(orgId: string, limit: number): Promise<AuditRow[]> {
+    return this.store.auditEvents(orgId, limit);
+  }
+}

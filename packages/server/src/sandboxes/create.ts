@@ -1,0 +1,200 @@
+/**
+ * Creating sandboxes: validation against the template, the record, and one
+ * create on the host. On failure nothing of the sandbox remains.
+ */
+import {
+  WarrenError,
+  newId,
+  type CreateSandboxRequest,
+  type ForkRequest,
+  type HostApi,
+  type Sandbox,
+  type SandboxNetwork,
+  type SandboxSource,
+  type VolumeAttachment,
+} from '@warren/protocol';
+import { hashToken } from '../auth';
+import type { Config } from '../config';
+import { newPreviewToken } from '../preview/token';
+import type { SandboxRecord, SnapshotRecord, Store } from '../store/store';
+import type { VolumeService } from '../volume-service';
+import { isoIn } from './clock';
+import type { SandboxLifecycle } from './lifecycle';
+
+export interface LaunchOptions {
+  template: string;
+  source?: SandboxSource;
+  cpu?: number;
+  memoryMb?: number;
+  diskMb?: number;
+  volumes?: VolumeAttachment[];
+  env: Record<string, string>;
+  metadata?: Record<string, string>;
+  ttlSeconds?: number;
+  persistent?: boolean;
+  idleTimeoutSeconds?: number;
+  parentId?: string;
+  /** The parent's ancestors, the root first; the parent itself is added here. */
+  parentLineage?: string[];
+  forkKind?: 'memory' | 'disk';
+  snapshotId?: string;
+  /** Stop every process the image brought along (a disk-only fork). */
+  reset?: boolean;
+  /** Preview URLs need a token; a fork child passes its parent's token hash. */
+  preview?: { auth: boolean; tokenHash?: string | null };
+  network: SandboxNetwork;
+  /** Recorded as the cause of the change to running. */
+  cause: string;
+}
+
+/**
+ * What a fork child takes from its parent besides the image: sizing, env,
+ * lineage and lifecycle settings; labels and TTL unless the request sets them.
+ */
+export function inherit(
+  parent: SandboxRecord,
+  req: ForkRequest,
+): Omit<LaunchOptions, 'forkKind' | 'source' | 'cause'> {
+  return {
+    template: parent.template,
+    cpu: parent.cpu,
+    memoryMb: parent.memory_mb,
+    env: parent.env,
+    metadata: req.metadata ?? parent.metadata,
+    ttlSeconds: req.ttl_seconds ?? parent.ttl_seconds,
+    parentId: parent.id,
+    parentLineage: parent.lineage,
+    persistent: parent.persistent === 1,
+    idleTimeoutSeconds: parent.idle_timeout_seconds,
+    preview: { auth: parent.preview_auth === 1, tokenHash: parent.preview_token_hash },
+    network: parent.network,
+    // The parent's files must fit.
+    diskMb: parent.disk_mb ?? undefined,
+  };
+}
+
+export class SandboxCreator {
+  constructor(
+    private readonly store: Store,
+    private readonly host: HostApi,
+    private readonly config: Config,
+    private readonly volumes: VolumeService,
+    private readonly lifecycle: SandboxLifecycle,
+  ) {}
+
+  async create(orgId: string, req: CreateSandboxRequest): Promise<Sandbox> {
+    if (req.from_snapshot) return this.fromSnapshot(orgId, req, req.from_snapshot);
+    return this.launch(orgId, {
+      network: { policy: req.network ?? this.config.networkDefault, secrets: req.secrets ?? [] },
+      template: req.template,
+      cpu: req.cpu,
+      memoryMb: req.memory_mb,
+      diskMb: req.disk_mb,
+      volumes: req.volumes,
+      env: req.env ?? {},
+      metadata: req.metadata,
+      ttlSeconds: req.ttl_seconds,
+      persistent: req.persistent,
+      idleTimeoutSeconds: req.idle_timeout_seconds,
+      preview: { auth: req.preview_auth === true },
+      cause: 'restored from template snapshot',
+    });
+  }
+
+  private async fromSnapshot(orgId: string, req: CreateSandboxRequest, id: string) {
+    const snap: SnapshotRecord | undefined = await this.store.getSnapshot(orgId, id);
+    if (!snap) throw new WarrenError('SNAPSHOT_NOT_FOUND', `snapshot ${id} does not exist`);
+    return this.launch(orgId, {
+      network: {
+        policy: req.network ?? snap.network.policy,
+        secrets: req.secrets ?? snap.network.secrets,
+      },
+      template: snap.template,
+      source: { kind: 'snapshot', snapshot_id: snap.id },
+      cpu: req.cpu ?? snap.cpu,
+      memoryMb: req.memory_mb ?? snap.memory_mb,
+      // The captured files must fit: by default the disk of the sandbox it was taken from.
+      diskMb: req.disk_mb ?? snap.disk_mb ?? undefined,
+      volumes: req.volumes,
+      env: { ...snap.env, ...req.env },
+      metadata: req.metadata,
+      ttlSeconds: req.ttl_seconds,
+      persistent: req.persistent,
+      idleTimeoutSeconds: req.idle_timeout_seconds,
+      parentId: snap.sandbox_id,
+      parentLineage: snap.lineage,
+      forkKind: 'memory',
+      snapshotId: snap.id,
+      preview: { auth: req.preview_auth === true },
+      cause: `restored from snapshot ${snap.id}`,
+    });
+  }
+
+  /**
+   * Records a new sandbox and has its host restore it, in one call that also
+   * checks the template, sizes and network policy; on failure nothing of it
+   * remains. Until the host answers, the record (state `creating`) holds the
+   * requested sizes, 0 where the template's default will apply.
+   */
+  async launch(orgId: string, o: LaunchOptions): Promise<Sandbox> {
+    const volumes = o.volumes ?? [];
+    this.volumes.validate(volumes);
+    const ttl = o.ttlSeconds ?? this.config.defaultTtlSeconds;
+    const previewAuth = o.preview?.auth === true;
+    const previewToken = previewAuth && !o.preview?.tokenHash ? newPreviewToken() : undefined;
+    const clock = this.lifecycle.clock;
+    const rec: SandboxRecord = {
+      id: newId('sandbox'),
+      org_id: orgId,
+      host_id: this.host.id,
+      template: o.template,
+      state: 'creating',
+      cpu: o.cpu ?? 0,
+      memory_mb: o.memoryMb ?? 0,
+      metadata: o.metadata ?? {},
+      env: o.env,
+      ttl_seconds: ttl,
+      created_at: isoIn(clock),
+      last_activity_at: isoIn(clock),
+      expires_at: isoIn(clock, ttl),
+      stopped_at: null,
+      stop_reason: null,
+      parent_id: o.parentId ?? null,
+      snapshot_id: o.snapshotId ?? null,
+      lineage: o.parentId ? [...(o.parentLineage ?? []), o.parentId] : [],
+      persistent: o.persistent ? 1 : 0,
+      idle_timeout_seconds: o.idleTimeoutSeconds ?? this.config.defaultIdleTimeoutSeconds,
+      fork_kind: o.forkKind ?? '',
+      preview_auth: previewAuth ? 1 : 0,
+      preview_token_hash: previewToken ? hashToken(previewToken) : (o.preview?.tokenHash ?? null),
+      network: o.network,
+      disk_mb: o.diskMb ?? null,
+      volumes,
+    };
+    await this.store.insertSandbox(rec, 'create');
+    try {
+      const size = await this.host.sandboxes.create({
+        id: rec.id,
+        template: o.template,
+        from: o.source,
+        cpu: o.cpu,
+        memory_mb: o.memoryMb,
+        disk_mb: o.diskMb,
+        volumes: await this.volumes.attach(orgId, rec.id, volumes),
+        env: o.env,
+        network: o.network,
+        reset_processes: o.reset,
+      });
+      await this.store.updateSandbox(rec.id, size);
+    } catch (err) {
+      // Nothing half-created survives: the host agent has already undone its part.
+      await this.volumes.detach(rec.id);
+      await this.store.deleteSandboxRow(rec.id);
+      throw err;
+    }
+    await this.store.setState(rec.id, 'running', o.cause);
+    await this.lifecycle.touch(rec); // idle and TTL count from when it runs, not from the request
+    const sandbox = await this.lifecycle.get(orgId, rec.id);
+    return previewToken ? { ...sandbox, preview_token: previewToken } : sandbox;
+  }
+}

@@ -1,0 +1,224 @@
+/**
+ * The lifecycle of sandbox records: one change at a time per sandbox (a
+ * lock), the state machine of pause, resume, hibernate and wake, activity
+ * for TTL and idle, and destroy. Host work goes through HostApi.
+ */
+import {
+  WarrenError,
+  type HostApi,
+  type PreviewToken,
+  type Sandbox,
+  type UpdateSandboxRequest,
+} from '@warren/protocol';
+import { hashToken } from '../auth';
+import type { Config } from '../config';
+import { newPreviewToken, previewUrl } from '../preview/token';
+import type { SandboxRecord, Store } from '../store/store';
+import type { VolumeService } from '../volume-service';
+import { isoIn, type Clock } from './clock';
+import { sandboxView } from './view';
+
+/** pause, resume, hibernate, wake: each allowed only from the states listed here. */
+const TRANSITIONS = {
+  pause: { from: ['running'], to: 'paused' },
+  resume: { from: ['paused'], to: 'running' },
+  hibernate: { from: ['running', 'paused'], to: 'hibernated' },
+  wake: { from: ['hibernated'], to: 'running' },
+} as const;
+
+export type Transition = keyof typeof TRANSITIONS;
+
+export class SandboxLifecycle {
+  /** One lifecycle change at a time per sandbox: concurrent requests wait for it. */
+  private readonly locks = new Map<string, Promise<unknown>>();
+  /** Requests open on each sandbox (exec streams, transfers): a sandbox with any is not idle. */
+  private readonly operations = new Map<string, number>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly host: HostApi,
+    private readonly config: Config,
+    private readonly volumes: VolumeService,
+    readonly clock: Clock,
+  ) {}
+
+  async row(orgId: string, id: string): Promise<SandboxRecord> {
+    const row = await this.store.getSandbox(orgId, id);
+    if (!row) throw new WarrenError('SANDBOX_NOT_FOUND', `sandbox ${id} does not exist`);
+    return row;
+  }
+
+  /** Any organisation's sandbox: preview URLs name a sandbox by id alone. */
+  async anyOrganisation(id: string): Promise<SandboxRecord> {
+    const row = await this.store.getSandboxById(id);
+    if (!row) throw new WarrenError('SANDBOX_NOT_FOUND', `sandbox ${id} does not exist`);
+    return row;
+  }
+
+  async get(orgId: string, id: string): Promise<Sandbox> {
+    return sandboxView(await this.row(orgId, id), this.config.previewUrl);
+  }
+
+  async list(q: Parameters<Store['listSandboxes']>[0]) {
+    const { rows, nextCursor } = await this.store.listSandboxes(q);
+    return {
+      items: rows.map((r) => sandboxView(r, this.config.previewUrl)),
+      next_cursor: nextCursor,
+    };
+  }
+
+  async events(orgId: string, id: string) {
+    await this.row(orgId, id);
+    return this.store.sandboxEvents(id);
+  }
+
+  async locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(id) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(fn);
+    this.locks.set(id, next);
+    try {
+      return await next;
+    } finally {
+      if (this.locks.get(id) === next) this.locks.delete(id);
+    }
+  }
+
+  /**
+   * Resolves a running sandbox for an operation on it and counts that as
+   * activity (TTL). A paused or hibernated sandbox is brought back first; the
+   * caller sees only latency. Under the sandbox's lock, so that a hibernate in
+   * progress finishes first.
+   */
+  async use(orgId: string, id: string): Promise<SandboxRecord> {
+    return this.locked(id, async () => {
+      let row = await this.row(orgId, id);
+      if (row.state === 'paused' || row.state === 'hibernated') {
+        await this.change(row, row.state === 'paused' ? 'resume' : 'wake', 'implicit, on use');
+        row = await this.row(orgId, id);
+      }
+      if (row.state !== 'running')
+        throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${id} is ${row.state}`);
+      await this.touch(row);
+      return row;
+    });
+  }
+
+  /** Counts an operation as open until the returned function is called. */
+  beginOperation(id: string): () => void {
+    this.operations.set(id, (this.operations.get(id) ?? 0) + 1);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      const left = (this.operations.get(id) ?? 1) - 1;
+      if (left > 0) this.operations.set(id, left);
+      else this.operations.delete(id);
+    };
+  }
+
+  hasOperations(id: string): boolean {
+    return this.operations.has(id);
+  }
+
+  async transition(
+    row: SandboxRecord,
+    action: Transition,
+    cause: string,
+    /** Checked under the lock, on the current record: false leaves the sandbox as it is. */
+    still: (current: SandboxRecord) => boolean = () => true,
+  ): Promise<Sandbox> {
+    return this.locked(row.id, async () => {
+      const current = await this.row(row.org_id, row.id);
+      if (still(current)) await this.change(current, action, cause);
+      return this.get(row.org_id, row.id);
+    });
+  }
+
+  /** Makes one lifecycle change; the caller holds the sandbox's lock. */
+  private async change(current: SandboxRecord, action: Transition, cause: string): Promise<void> {
+    const rule = TRANSITIONS[action];
+    if (!(rule.from as readonly string[]).includes(current.state)) {
+      throw new WarrenError(
+        'INVALID_STATE',
+        `cannot ${action} sandbox ${current.id}: it is ${current.state} (needs ${rule.from.join(' or ')})`,
+      );
+    }
+    const sandboxes = this.host.sandboxes;
+    if (action === 'pause') await sandboxes.pause(current.id);
+    else if (action === 'resume') await sandboxes.resume(current.id);
+    else if (action === 'hibernate') await sandboxes.hibernate(current.id);
+    else await sandboxes.wake(current.id, { env: current.env, network: current.network });
+    await this.store.setState(current.id, rule.to, `${action} (${cause})`);
+  }
+
+  /** Counts the end of a long operation (an exec that ran for minutes) as activity too. */
+  async activity(orgId: string, id: string): Promise<void> {
+    const row = await this.store.getSandbox(orgId, id);
+    if (row?.state === 'running') await this.touch(row);
+  }
+
+  async touch(row: Pick<SandboxRecord, 'id' | 'ttl_seconds'>): Promise<void> {
+    await this.store.updateSandbox(row.id, {
+      last_activity_at: isoIn(this.clock),
+      expires_at: isoIn(this.clock, row.ttl_seconds),
+    });
+  }
+
+  async update(orgId: string, id: string, patch: UpdateSandboxRequest): Promise<Sandbox> {
+    const row = await this.row(orgId, id);
+    if (row.state === 'stopped')
+      throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${id} is stopped`);
+    const ttl = patch.ttl_seconds ?? row.ttl_seconds;
+    await this.store.updateSandbox(id, {
+      ...(patch.metadata ? { metadata: patch.metadata } : {}),
+      ttl_seconds: ttl,
+      ...(patch.persistent !== undefined ? { persistent: patch.persistent ? 1 : 0 } : {}),
+      ...(patch.idle_timeout_seconds !== undefined
+        ? { idle_timeout_seconds: patch.idle_timeout_seconds }
+        : {}),
+      last_activity_at: isoIn(this.clock),
+      expires_at: isoIn(this.clock, ttl),
+    });
+    return this.get(orgId, id);
+  }
+
+  /** A new preview token for a sandbox created with preview_auth: the old one stops working. */
+  async rotatePreviewToken(orgId: string, id: string): Promise<PreviewToken> {
+    const row = await this.row(orgId, id);
+    if (row.state === 'stopped')
+      throw new WarrenError('SANDBOX_NOT_RUNNING', `sandbox ${row.id} is stopped`);
+    if (row.preview_auth !== 1)
+      throw new WarrenError(
+        'INVALID_STATE',
+        `sandbox ${row.id} was created without preview_auth: its preview URLs need no token`,
+      );
+    const token = newPreviewToken();
+    await this.store.updateSandbox(row.id, { preview_token_hash: hashToken(token) });
+    return {
+      sandbox_id: row.id,
+      preview_token: token,
+      preview_url: previewUrl(this.config.previewUrl, row.id),
+    };
+  }
+
+  /** Destroys a sandbox; an already stopped one is left as it is (`deleted: false`). */
+  async destroy(orgId: string, id: string, reason = 'deleted'): Promise<boolean> {
+    return this.locked(id, async () => {
+      const row = await this.row(orgId, id);
+      if (row.state === 'stopped') return false;
+      await this.store.setState(row.id, 'stopping', reason);
+      await this.stopped(row.id, reason);
+      return true;
+    });
+  }
+
+  /** Removes a sandbox from its host and records it stopped. */
+  async stopped(id: string, reason: string): Promise<void> {
+    await this.host.sandboxes.destroy(id);
+    await this.volumes.detach(id);
+    await this.store.setState(id, 'stopped', reason, {
+      stopped_at: isoIn(this.clock),
+      stop_reason: reason,
+    });
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * Time-driven sandbox housekeeping: TTL expiry and idle hibernation of
+ * persistent sandboxes. The clock is injected (unit tests move it).
+ */
+import type { HostApi } from '@warren/protocol';
+import type { Config } from '../config';
+import type { Store } from '../store/store';
+import { isoIn } from './clock';
+import type { SandboxLifecycle } from './lifecycle';
+
+export class IdleSweeps {
+  /** CPU time of each running sandbox at the previous sweep. */
+  private readonly cpuSamples = new Map<string, { ns: number; at: number }>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly host: HostApi,
+    private readonly config: Config,
+    private readonly lifecycle: SandboxLifecycle,
+  ) {}
+
+  /**
+   * Destroys sandboxes whose TTL has passed without activity; returns their ids.
+   * Persistent sandboxes are never reaped, and a sandbox with a request still
+   * open (a long exec stream) has not been idle: its deadline moves on.
+   */
+  async reapExpired(): Promise<string[]> {
+    const reaped: string[] = [];
+    for (const row of await this.store.expiredSandboxes(isoIn(this.lifecycle.clock))) {
+      if (row.persistent === 1) continue;
+      if (this.lifecycle.hasOperations(row.id)) {
+        await this.lifecycle.touch(row);
+        continue;
+      }
+      await this.lifecycle.destroy(row.org_id, row.id, 'ttl_expired');
+      reaped.push(row.id);
+    }
+    return reaped;
+  }
+
+  /** Percent of one CPU the sandbox used since the previous sample (null: no sample yet). */
+  private async cpuPercent(id: string): Promise<number | null> {
+    const ns = await this.host.sandboxes.cpuUsageNs(id);
+    if (ns === null) return null;
+    const now = this.lifecycle.clock();
+    const prev = this.cpuSamples.get(id);
+    this.cpuSamples.set(id, { ns, at: now });
+    if (!prev || now <= prev.at) return null;
+    return ((ns - prev.ns) / 1e6 / (now - prev.at)) * 100;
+  }
+
+  /**
+   * Hibernates persistent sandboxes that have been idle for their idle timeout:
+   * no API call, no request open on them, and CPU use under the threshold
+   * since the previous sweep. Returns their ids.
+   */
+  async hibernateIdle(): Promise<string[]> {
+    const now = this.lifecycle.clock();
+    const hibernated: string[] = [];
+    const rows = await this.store.sandboxesOnHost(this.host.id, ['running', 'paused']);
+    const running = new Set(rows.filter((r) => r.state === 'running').map((r) => r.id));
+    for (const id of this.cpuSamples.keys()) if (!running.has(id)) this.cpuSamples.delete(id);
+    for (const row of rows) {
+      if (row.persistent !== 1) continue;
+      // Sampled every sweep, so a sandbox that turns idle has a recent figure.
+      const cpu = row.state === 'running' ? await this.cpuPercent(row.id) : 0;
+      const idleFor = now - Date.parse(row.last_activity_at);
+      if (idleFor < row.idle_timeout_seconds * 1000 || this.lifecycle.hasOperations(row.id))
+        continue;
+      if (cpu === null || cpu >= this.config.idleCpuPercent) continue;
+      try {
+        // Unless a request came in meanwhile.
+        const after = await this.lifecycle.transition(
+          row,
+          'hibernate',
+          `idle for ${Math.round(idleFor / 1000)} s`,
+          (current) =>
+            current.last_activity_at === row.last_activity_at &&
+            !this.lifecycle.hasOperations(row.id),
+        );
+        if (after.state !== 'hibernated') continue;
+        this.cpuSamples.delete(row.id);
+        hibernated.push(row.id);
+      } catch {
+        // Changed state meanwhile (deleted, woken): the next sweep looks again.
+      }
+    }
+    return hibernated;
+  }
+}
