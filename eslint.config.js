@@ -1,5 +1,13 @@
 import tseslint from 'typescript-eslint';
 
+/** Imports a package must not make: the direction of dependencies between packages. */
+function forbid(files, groups, message) {
+  return {
+    files,
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: groups, message }] }] },
+  };
+}
+
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', '.state/**'] },
   ...tseslint.configs.recommended,
@@ -9,6 +17,51 @@ export default tseslint.config(
         'error',
         { argsIgnorePattern: '^_', ignoreRestSiblings: true },
       ],
+      // Small files, one concept each: split a file before it grows past this.
+      'max-lines': ['error', { max: 400 }],
     },
   },
+  forbid(
+    ['packages/protocol/src/**'],
+    ['@warren/*', '**/packages/**', '../../**'],
+    'protocol is the contract: it imports nothing of ours.',
+  ),
+  forbid(
+    ['packages/server/src/**'],
+    [
+      '@warren/host-agent/*',
+      '**/host-agent/**',
+      '@warren/guest-agent',
+      '@warren/guest-agent/*',
+      '**/guest-agent/**',
+    ],
+    'the control plane reaches hosts through HostApi (@warren/protocol); from @warren/host-agent it takes createHostAgent and its config only.',
+  ),
+  forbid(
+    ['packages/host-agent/src/**'],
+    ['@warren/server', '@warren/server/*', '**/server/src/**', '@warren/sdk', '@warren/cli'],
+    'the host agent does not know the control plane or its clients.',
+  ),
+  forbid(
+    ['packages/guest-agent/src/**'],
+    [
+      '@warren/host-agent',
+      '@warren/host-agent/*',
+      '@warren/server',
+      '@warren/sdk',
+      '**/packages/**',
+    ],
+    'the guest agent runs inside sandboxes: it imports only @warren/protocol.',
+  ),
+  forbid(
+    ['packages/sdk/src/**', 'packages/cli/src/**'],
+    [
+      '@warren/host-agent',
+      '@warren/host-agent/*',
+      '@warren/server',
+      '@warren/server/*',
+      '@warren/guest-agent',
+    ],
+    'clients speak the REST API only.',
+  ),
 );
