@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
+import { waitFor } from '../wait';
 
 type ErrorBody = { error: { code: string; message: string; request_id: string } };
 
@@ -119,18 +120,26 @@ describe('auth, bad input, admission, TTL, OpenAPI, audit (real gVisor)', () => 
     const idle = await createSandbox(p, { template: 'base', ttl_seconds: 2, memory_mb: 128 });
     const busy = await createSandbox(p, { template: 'base', ttl_seconds: 2, memory_mb: 128 });
     try {
-      for (let i = 0; i < 4; i++) {
-        await new Promise((r) => setTimeout(r, 800));
-        await exec(p, busy, { cmd: 'true' });
-      }
-      // 3.2 s have passed: more than the TTL for the idle one, never for the busy one.
+      const idleExpiry = Date.parse((await p.json(`/v1/sandboxes/${idle}`)).expires_at);
+      // Each exec is activity: the busy one is used every ~0.5 s (the time is spent in the
+      // sandbox) until the idle one is past its TTL.
+      await waitFor(
+        async () => {
+          await exec(p, busy, { cmd: 'sleep', args: ['0.5'] });
+          return Date.now() > idleExpiry;
+        },
+        { what: "the idle sandbox's TTL to pass", timeoutMs: 30_000, intervalMs: 0 },
+      );
+      // More than the TTL for the idle one, never for the busy one. The second sweep
+      // surely starts after the wait (the first may join one already under way).
+      await p.sweeper.sweep();
       await p.sweeper.sweep();
       const gone = await p.json(`/v1/sandboxes/${idle}`);
       assert.deepEqual([gone.state, gone.stop_reason], ['stopped', 'ttl_expired']);
       const alive = await p.json(`/v1/sandboxes/${busy}`);
       assert.equal(alive.state, 'running');
       assert.ok(Date.parse(alive.expires_at) > Date.now());
-      await p.context.host.settle();
+      await p.host.settle();
       assert.ok(!p.runscContainers().includes(idle));
     } finally {
       await p.api(`/v1/sandboxes/${busy}`, { method: 'DELETE' });

@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
+import { waitFor } from '../wait';
 
 interface Event {
   type: string;
@@ -155,18 +156,20 @@ describe('exec and processes (real gVisor)', () => {
       json: { data: 'a\nb\n' },
     });
     assert.equal(stdin.status, 204);
-    await new Promise((r) => setTimeout(r, 300));
     // Reattach without following: what was printed so far.
-    const sofar = await ndjson(
-      await p.api(`/v1/sandboxes/${id}/processes/${pid}/output?follow=false`),
-    );
-    assert.equal(
-      sofar
+    const printedSoFar = async () =>
+      (await ndjson(await p.api(`/v1/sandboxes/${id}/processes/${pid}/output?follow=false`)))
         .filter((e) => e.type === 'stdout')
         .map((e) => e.data)
-        .join(''),
-      'got a\ngot b\n',
+        .join('');
+    const sofar = await waitFor(
+      async () => {
+        const out = await printedSoFar();
+        return out.includes('got b') && out;
+      },
+      { what: 'the process to answer both lines of stdin' },
     );
+    assert.equal(sofar, 'got a\ngot b\n');
 
     // Reattach and follow until exit, while closing stdin from elsewhere.
     const following = p.api(`/v1/sandboxes/${id}/processes/${pid}/output`);

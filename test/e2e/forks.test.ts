@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { COUNTER, createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
+import { waitFor } from '../wait';
 
 interface ApiSandbox {
   id: string;
@@ -16,6 +17,8 @@ describe('disk forks, lineage and identity (real gVisor)', () => {
   let p: TestPlatform;
   let root: string;
   const made: string[] = [];
+  const count = async (id: string) =>
+    Number((await exec(p, id, { cmd: 'cat', args: ['/tmp/count'] })).stdout);
 
   before(async () => {
     p = await startTestPlatform();
@@ -34,7 +37,7 @@ describe('disk forks, lineage and identity (real gVisor)', () => {
       cmd: 'sh',
       args: ['-c', 'mkdir -p /srv/app && echo v1 > /srv/app/data && echo shm > /dev/shm/x'],
     });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(async () => (await count(root)) > 0, { what: 'the counter to start' });
   });
   after(async () => {
     for (const id of made) await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
@@ -69,14 +72,16 @@ describe('disk forks, lineage and identity (real gVisor)', () => {
     assert.doesNotMatch(ps.stdout, /python3/);
     assert.doesNotMatch(ps.stdout, /\bx\b/);
     const c1 = (await exec(p, child.id, { cmd: 'cat', args: ['/tmp/count'] })).stdout;
-    await new Promise((r) => setTimeout(r, 300));
+    // Long enough for a running counter to move: the parent's moves several steps meanwhile.
+    const r1 = await count(root);
+    await waitFor(async () => (await count(root)) > r1 + 5, {
+      what: "the parent's counter to move on",
+    });
     assert.equal((await exec(p, child.id, { cmd: 'cat', args: ['/tmp/count'] })).stdout, c1);
     assert.equal((await p.json(`/v1/sandboxes/${child.id}/processes`)).items.length, 0);
 
     // The parent still counts, and the two diverge.
-    const r1 = Number((await exec(p, root, { cmd: 'cat', args: ['/tmp/count'] })).stdout);
-    await new Promise((r) => setTimeout(r, 200));
-    assert.ok(Number((await exec(p, root, { cmd: 'cat', args: ['/tmp/count'] })).stdout) > r1);
+    assert.ok((await count(root)) > r1);
     await exec(p, child.id, { cmd: 'sh', args: ['-c', 'echo v2 > /srv/app/data'] });
     assert.equal((await exec(p, root, { cmd: 'cat', args: ['/srv/app/data'] })).stdout, 'v1\n');
     // New processes start normally in the fork.

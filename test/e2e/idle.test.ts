@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
+import { waitFor as waitForCondition, waitUntil } from '../wait';
 
 interface ApiSandbox {
   id: string;
@@ -10,8 +11,6 @@ interface ApiSandbox {
   idle_timeout_seconds: number;
   expires_at: string;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('TTL and idle hibernation with short timeouts (real gVisor)', () => {
   let p: TestPlatform;
@@ -26,13 +25,15 @@ describe('TTL and idle hibernation with short timeouts (real gVisor)', () => {
 
   /** Polls until the sandbox is in state, or fails after ms. */
   const waitFor = async (id: string, state: string, ms: number) => {
-    const until = Date.now() + ms;
-    for (;;) {
-      const s = await get(id);
-      if (s.state === state) return s;
-      if (Date.now() > until) assert.fail(`${id} is ${s.state}, not ${state}, after ${ms} ms`);
-      await sleep(100);
-    }
+    let last = '';
+    return waitForCondition(
+      async () => {
+        const s = await get(id);
+        last = s.state;
+        return s.state === state && s;
+      },
+      { what: () => `${id} to be ${state} (it is ${last})`, timeoutMs: ms, intervalMs: 100 },
+    );
   };
 
   it('an idle persistent sandbox hibernates after its idle timeout; a busy one does not', async () => {
@@ -128,7 +129,10 @@ describe('TTL and idle hibernation with short timeouts (real gVisor)', () => {
       idle_timeout_seconds: 3600,
     });
     try {
-      await sleep(1800);
+      // Past its TTL, and swept since (the second sweep surely started after the wait).
+      await waitUntil((await get(id)).expires_at, 'the TTL of the persistent sandbox to pass');
+      await p.sweeper.sweep();
+      await p.sweeper.sweep();
       assert.equal((await get(id)).state, 'running');
       const patched = await p.json<ApiSandbox>(`/v1/sandboxes/${id}`, {
         method: 'PATCH',

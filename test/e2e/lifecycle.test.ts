@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { COUNTER, createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
+import { waitFor, waitUntil } from '../wait';
 
 describe('pause, resume, hibernate, wake (real gVisor)', () => {
   let p: TestPlatform;
@@ -11,6 +12,9 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
     Number((await exec(p, id, { cmd: 'cat', args: ['/tmp/count'] })).stdout);
   const act = (action: string) => p.api(`/v1/sandboxes/${id}/${action}`, { method: 'POST' });
   const state = async () => (await p.json(`/v1/sandboxes/${id}`)).state as string;
+  /** Waits until the background counter has gone past `than`. */
+  const countsPast = (than: number, what: string) =>
+    waitFor(async () => (await count()) > than, { what });
 
   before(async () => {
     p = await startTestPlatform();
@@ -23,7 +27,7 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
       method: 'PUT',
       body: 'precious',
     });
-    await new Promise((r) => setTimeout(r, 300));
+    await countsPast(0, 'the counter to start');
   });
   after(async () => {
     await p?.stop();
@@ -33,14 +37,16 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
     const before = await count();
     assert.ok(before > 0);
     assert.equal((await act('pause')).status, 200);
+    const pausedAt = Date.now();
     assert.equal(await state(), 'paused');
-    await new Promise((r) => setTimeout(r, 3000));
+    // The time spent paused is what is measured: 3 s at 20 increments a second
+    // would be about 60 if the counter were not frozen.
+    await waitUntil(pausedAt + 3000, '3 s to pass with the sandbox paused');
     assert.equal((await act('resume')).status, 200);
     const after = await count();
-    // 3 s at 20 increments a second would be about 60; frozen, it moved only around the calls.
+    // Frozen, it moved only around the calls.
     assert.ok(after - before < 30, `counter moved ${after - before} while paused`);
-    await new Promise((r) => setTimeout(r, 300));
-    assert.ok((await count()) > after, 'counts again after resume');
+    await countsPast(after, 'the counter to count again after resume');
   });
 
   /**
@@ -118,7 +124,7 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
       const reserved = (await p.json('/v1/health')).hosts[0].memory_reserved_mb as number;
       assert.equal((await act('hibernate')).status, 200);
       assert.equal(await state(), 'hibernated');
-      await p.context.host.settle();
+      await p.host.settle();
       assert.ok(!p.runscContainers().includes(id), 'nothing of it runs');
       assert.equal((await p.json('/v1/health')).hosts[0].memory_reserved_mb, reserved - 512);
       const woke = await act('wake');
@@ -126,8 +132,7 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
       assert.equal(await state(), 'running');
       const after = await count();
       assert.ok(after >= before, `counter continued: ${before} -> ${after}`);
-      await new Promise((r) => setTimeout(r, 200));
-      assert.ok((await count()) > after, 'the background process still runs');
+      await countsPast(after, `the background process to run on after wake ${cycle + 1}`);
     }
     const r = await exec(p, id, { cmd: 'sh', args: ['-c', 'cat /root/data.txt; echo " $KEEP"'] });
     assert.equal(r.stdout, 'precious me\n');
@@ -146,16 +151,13 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
       assert.equal((await act('wake')).status, 200);
       const after = await count();
       assert.ok(after >= before, `cycle ${cycle}: counter continued: ${before} -> ${after}`);
-      await p.context.host.settle();
+      await p.host.settle();
       // The first cycle may leave what every later one reuses; after that nothing grows.
       if (cycle === 0) first = footprint();
     }
-    await new Promise((r) => setTimeout(r, 200));
-    const now = await count();
-    await new Promise((r) => setTimeout(r, 200));
-    assert.ok((await count()) > now, 'the background process still runs');
+    await countsPast(await count(), 'the background process to run on after 20 cycles');
     assert.equal((await exec(p, id, { cmd: 'sh', args: ['-c', CHECKSUMS] })).stdout, 'intact\n');
-    await p.context.host.settle();
+    await p.host.settle();
     assert.deepEqual(footprint(), first);
     assert.deepEqual(p.runscContainers(), [id]);
   });
@@ -178,7 +180,7 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
     assert.deepEqual(await code(await act('pause')), [409, 'INVALID_STATE']);
     // Deleting a hibernated sandbox removes its image too.
     await p.json(`/v1/sandboxes/${id}`, { method: 'DELETE' });
-    await p.context.host.settle();
+    await p.host.settle();
     assert.ok(!existsSync(join(p.home, 'sandboxes', id)));
     assert.deepEqual(await code(await act('resume')), [409, 'INVALID_STATE']);
     assert.deepEqual(

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Sandbox } from '@warren/sdk';
 import { createSandbox, startTestPlatform, type TestPlatform } from '../fixture';
 import { PREVIEW_APP, RawWebSocket, previewRequest } from '../preview-app';
+import { waitFor, waitUntil } from '../wait';
 
 describe('preview URLs: ports in a sandbox over the control plane (real gVisor)', () => {
   let p: TestPlatform;
@@ -25,15 +26,18 @@ describe('preview URLs: ports in a sandbox over the control plane (real gVisor)'
       method: 'POST',
       json: { cmd: 'python3', args: ['-c', PREVIEW_APP, '3000'] },
     });
-    for (let i = 0; i < 100; i++) {
-      const res = await get(id, '/hello', {
-        headers: token ? { 'x-warren-preview-token': token } : {},
-      });
-      if (res.status === 200) return;
-      assert.equal(code(res.body), 'PORT_NOT_LISTENING');
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error('the app in the sandbox did not start');
+    await waitFor(
+      async () => {
+        const res = await get(id, '/hello', {
+          headers: token ? { 'x-warren-preview-token': token } : {},
+        });
+        if (res.status === 200) return true;
+        // Anything but "not listening yet" is a failure at once, not a reason to wait.
+        assert.equal(code(res.body), 'PORT_NOT_LISTENING');
+        return false;
+      },
+      { what: `the app in ${id} to listen on port 3000`, timeoutMs: 20_000, intervalMs: 100 },
+    );
   }
 
   before(async () => {
@@ -225,7 +229,11 @@ describe('preview URLs: ports in a sandbox over the control plane (real gVisor)'
 
   it('a preview request counts as activity for the TTL', async () => {
     const before = await p.json<{ last_activity_at: string }>(`/v1/sandboxes/${open}`);
-    await new Promise((r) => setTimeout(r, 1100));
+    // The proxy counts a request as activity once a second at most (TOUCH_INTERVAL_MS).
+    await waitUntil(
+      Date.parse(before.last_activity_at) + 1100,
+      'a second to pass since the last activity',
+    );
     assert.equal((await get(open, '/hello')).status, 200);
     const after = await p.json<{ last_activity_at: string }>(`/v1/sandboxes/${open}`);
     assert.ok(after.last_activity_at > before.last_activity_at);
@@ -241,8 +249,10 @@ describe('preview URLs: ports in a sandbox over the control plane (real gVisor)'
         method: 'POST',
       });
       assert.equal(hib.state, 'hibernated');
-      await new Promise((r) => setTimeout(r, 100));
-      assert.ok(ws.closed, 'the WebSocket was closed for the checkpoint');
+      await waitFor(() => ws.closed, {
+        what: 'the WebSocket to be closed for the checkpoint',
+        timeoutMs: 5_000,
+      });
 
       const woken = await get(open, '/hello', { agent });
       assert.equal(woken.status, 200);
@@ -261,7 +271,7 @@ describe('preview URLs: ports in a sandbox over the control plane (real gVisor)'
 
   it('leaves nothing behind', async () => {
     for (const id of [open, guarded]) await p.json(`/v1/sandboxes/${id}`, { method: 'DELETE' });
-    await p.context.host.settle();
+    await p.host.settle();
     assert.deepEqual(p.runscContainers(), []);
     assert.deepEqual(readdirSync(join(p.home, 'sandboxes')), []);
   });

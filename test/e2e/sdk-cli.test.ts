@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Sandbox, WarrenError, listTemplates, type ConnectionOptions } from '@warren/sdk';
 import { runCli, startTestPlatform, type TestPlatform } from '../fixture';
+import { waitFor } from '../wait';
 
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 
@@ -134,10 +135,9 @@ describe('TypeScript SDK and CLI (real gVisor)', () => {
       const attached = await sbx.commands.connect(ticker.pid, {
         onStdout: (d) => void chunks.push(d),
       });
-      const deadline = Date.now() + 10_000;
-      while (!chunks.join('').includes('tick') && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await waitFor(() => chunks.join('').includes('tick'), {
+        what: 'the attached handle to see the live "tick"',
+      });
       assert.equal(chunks.join(''), 'start\ntick\n');
       assert.equal((await attached.info()).state, 'running');
       await attached.kill();

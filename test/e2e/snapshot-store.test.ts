@@ -2,13 +2,16 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { S3SnapshotStore } from '@warren/host-agent';
+import { S3SnapshotStore } from '../../packages/host-agent/src/snapshots';
 import { COUNTER, createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
 import { startS3, type TestS3 } from '../s3';
+import { waitFor } from '../wait';
 
 describe('snapshots in an S3-compatible store (real gVisor, s3rver on loopback)', () => {
   let s3: TestS3;
   let p: TestPlatform;
+  const count = async (id: string) =>
+    Number((await exec(p, id, { cmd: 'cat', args: ['/tmp/count'] })).stdout);
 
   before(async () => {
     s3 = await startS3();
@@ -20,7 +23,7 @@ describe('snapshots in an S3-compatible store (real gVisor, s3rver on loopback)'
   });
 
   it('a host without the snapshot locally fetches it before the restore; delete empties the bucket', async () => {
-    const store = p.context.host.snapshots as S3SnapshotStore;
+    const store = p.host.snapshotStore as S3SnapshotStore;
     const id = await createSandbox(p, { template: 'base', memory_mb: 128 });
     let child: string | undefined;
     try {
@@ -29,7 +32,7 @@ describe('snapshots in an S3-compatible store (real gVisor, s3rver on loopback)'
         method: 'POST',
         json: { cmd: 'python3', args: ['-c', COUNTER] },
       });
-      await new Promise((r) => setTimeout(r, 300));
+      await waitFor(async () => (await count(id)) > 0, { what: 'the counter to start' });
       const snap = await p.json<{ id: string; size_bytes: number }>(
         `/v1/sandboxes/${id}/snapshots`,
         { method: 'POST' },
@@ -50,10 +53,11 @@ describe('snapshots in an S3-compatible store (real gVisor, s3rver on loopback)'
         (await exec(p, child, { cmd: 'cat', args: ['/root/f'] })).stdout,
         'from-the-bucket\n',
       );
-      const c1 = Number((await exec(p, child, { cmd: 'cat', args: ['/tmp/count'] })).stdout);
-      await new Promise((r) => setTimeout(r, 300));
-      const c2 = Number((await exec(p, child, { cmd: 'cat', args: ['/tmp/count'] })).stdout);
-      assert.ok(c2 > c1, 'the captured process runs in the restored copy');
+      const restored = child;
+      const c1 = await count(restored);
+      await waitFor(async () => (await count(restored)) > c1, {
+        what: 'the captured process to count on in the restored copy',
+      });
 
       assert.equal((await p.api(`/v1/snapshots/${snap.id}`, { method: 'DELETE' })).status, 204);
       assert.deepEqual(await store.keys(), []);
