@@ -1,0 +1,148 @@
+/** Templates built from recipes (API and CLI), and the official templates, against real runsc. */
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { createSandbox, exec, runCli, type TestPlatform } from '../fixture';
+import { startTemplatesPlatform, type TemplatesPlatform } from '../templates';
+
+let t: TemplatesPlatform;
+let p: TestPlatform;
+let tmp: string;
+let templatesDir: string;
+const build = (body: Record<string, unknown>) => t.build(body);
+const assertNothingLeft = (name: string) => t.assertNothingLeft(name);
+
+before(async () => {
+  t = await startTemplatesPlatform();
+  ({ p, tmp, templatesDir } = t);
+});
+
+after(async () => {
+  await t?.stop();
+});
+
+describe('templates from recipes', () => {
+  const cli = (args: string[]) => runCli(p, args, tmp);
+
+  test('a failing step names the step and leaves nothing (API and CLI)', async () => {
+    const steps = [{ run: 'echo one' }, { run: 'echo oops >&2; exit 3' }, { run: 'echo never' }];
+    const r = await build({ name: 'broken', base: 'base', steps });
+    assert.equal(r.status, 200);
+    assert.equal(r.error?.code, 'TEMPLATE_BUILD_FAILED');
+    assert.equal(r.error?.step, 2);
+    assert.match(
+      r.error?.message ?? '',
+      /step 2 \(run: echo oops >&2; exit 3\) failed: exit code 3/,
+    );
+    assert.ok(r.logs.includes('oops'), r.logs.join('\n'));
+    assert.ok(!r.logs.includes('never'));
+    await assertNothingLeft('broken');
+
+    writeFileSync(
+      join(tmp, 'broken.json'),
+      JSON.stringify({ name: 'broken', base: 'base', steps }),
+    );
+    const c = await cli(['template', 'build', 'broken.json']);
+    assert.equal(c.code, 1);
+    assert.match(c.stderr, /\[step 2\] oops/);
+    assert.match(c.stderr, /error \[TEMPLATE_BUILD_FAILED\]: step 2 \(run: echo oops/);
+    await assertNothingLeft('broken');
+  });
+
+  test('warren template build: run, copy, env, workdir, start and ready; sandboxes start from it', async () => {
+    mkdirSync(join(tmp, 'recipe'), { recursive: true });
+    writeFileSync(join(tmp, 'recipe/app.py'), 'import os\nprint(40 + 2, os.environ["APP_MODE"])\n');
+    writeFileSync(
+      join(tmp, 'recipe/py-app.json'),
+      JSON.stringify({
+        name: 'py-app',
+        base: 'base',
+        default_memory_mb: 256,
+        steps: [
+          {
+            run: 'mkdir -p /srv && echo built > /srv/built.txt && rm /etc/debian_version && mv /etc/issue.net /srv/issue.moved && echo more >> /etc/issue',
+          },
+          { copy: { src: 'app.py', dest: '/srv/app.py' } },
+          { env: { APP_MODE: 'test' } },
+          { workdir: '/srv' },
+          {
+            start: [
+              'python3',
+              '-c',
+              'import time; open("/tmp/ready", "w").write("y"); time.sleep(1e6)',
+            ],
+          },
+          { ready: { cmd: ['test', '-f', '/tmp/ready'] } },
+        ],
+      }),
+    );
+    const c = await cli(['template', 'build', 'recipe/py-app.json']);
+    assert.equal(c.code, 0, c.stderr);
+    assert.equal(c.stdout, 'py-app\n');
+    assert.match(c.stderr, /\[step 2\]|step 2\/6: copy: \/srv\/app.py/);
+    const t = await p.json('/v1/templates/py-app');
+    assert.equal(t.source, 'recipe');
+    assert.equal(t.base, 'base');
+    assert.equal(t.workdir, '/srv');
+    assert.equal(t.default_memory_mb, 256);
+    const got = await cli(['template', 'get', 'py-app']);
+    assert.match(got.stdout, /source +recipe \(base base\)/);
+    assert.match(got.stdout, /env +APP_MODE=test/);
+
+    const id = await createSandbox(p, { template: 'py-app' });
+    const res = await exec(p, id, { cmd: 'python3', args: ['app.py'] });
+    assert.equal(res.stdout, '42 test\n');
+    assert.equal(
+      (await exec(p, id, { cmd: 'cat', args: ['built.txt', '/tmp/ready'] })).stdout,
+      'built\ny',
+    );
+    // Deletions, renames and appends to files of the base are in the template...
+    const check = await exec(p, id, {
+      cmd: 'sh',
+      args: [
+        '-c',
+        'test -e /etc/debian_version; echo $?; test -e /etc/issue.net; echo $?; cat /srv/issue.moved >/dev/null && tail -1 /etc/issue',
+      ],
+    });
+    assert.equal(check.stdout, '1\n1\nmore\n');
+    // ...and the base's root, which the new root shares files with, is untouched.
+    const baseRoot = join(templatesDir, 'base/rootfs');
+    assert.ok(existsSync(join(baseRoot, 'etc/debian_version')));
+    assert.ok(existsSync(join(baseRoot, 'etc/issue.net')));
+    assert.doesNotMatch(readFileSync(join(baseRoot, 'etc/issue'), 'utf8'), /more/);
+    // Nothing of the capture is left in the template.
+    assert.deepEqual(readdirSync(join(templatesDir, 'py-app/rootfs/tmp')), []);
+    // A rebuild would replace the root the sandbox runs on, and so would a delete.
+    const refused = await p.api('/v1/templates/py-app/rebuild', { method: 'POST' });
+    assert.equal(refused.status, 409);
+    const rm = await cli(['template', 'rm', 'py-app']);
+    assert.equal(rm.code, 1);
+    assert.match(rm.stderr, /TEMPLATE_IN_USE/);
+    await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    assert.equal((await cli(['template', 'rm', 'py-app'])).code, 0);
+    assert.ok(!existsSync(join(templatesDir, 'py-app')));
+  });
+});
+
+describe('official templates', () => {
+  test('code-interpreter imports numpy, pandas and matplotlib', async (t) => {
+    // Its debootstrap takes minutes, so it is built only when asked:
+    // WARREN_TEMPLATES=code-interpreter node --import tsx scripts/prepare-templates.ts
+    if (!existsSync(join(templatesDir, 'code-interpreter/template.json'))) {
+      t.skip('code-interpreter is not in .state/templates (build it with prepare-templates)');
+      return;
+    }
+    const id = await createSandbox(p, { template: 'code-interpreter' });
+    const code = [
+      'import numpy, pandas, matplotlib',
+      'import matplotlib.pyplot as plt',
+      'df = pandas.DataFrame({"x": numpy.arange(4)})',
+      'plt.plot(df.x, df.x ** 2); plt.savefig("/tmp/p.png")',
+      'print(int(df.x.sum()), matplotlib.get_backend())',
+    ].join('\n');
+    const res = await exec(p, id, { cmd: 'python3', args: ['-c', code] });
+    assert.equal(res.stdout, '6 agg\n', res.stderr);
+    await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+  });
+});
