@@ -5,14 +5,18 @@ import { basename, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { runCli, type Io } from '../../src/index';
+import type { NetworkPolicy, NetworkView, SandboxList, WriteResult } from '@warren/protocol';
 import {
   deadUrl,
+  fileInfo,
   ndjson,
   sandboxRecord,
   sendChunks,
   sendError,
   sendJson,
   startFakeApi,
+  type DeleteResultBody,
+  type EgressEventListBody,
   type FakeApi,
 } from '../../../sdk/test/helpers/fake-api';
 
@@ -25,7 +29,8 @@ before(async () => {
     const route = `${req.method} ${req.path}`;
     if (route === 'POST /v1/sandboxes') return sendJson(res, 201, sandboxRecord('sbx_new'));
     if (route === 'GET /v1/sandboxes') {
-      return sendJson(res, 200, { items: [sandboxRecord('sbx_a')], next_cursor: null });
+      const list = { items: [sandboxRecord('sbx_a')], next_cursor: null } satisfies SandboxList;
+      return sendJson(res, 200, list);
     }
     if (route === 'GET /v1/sandboxes/sbx_1') return sendJson(res, 200, sandboxRecord('sbx_1'));
     if (route === 'POST /v1/sandboxes/sbx_1/exec/stream') {
@@ -41,11 +46,13 @@ before(async () => {
       );
     }
     if (route === 'GET /v1/sandboxes/sbx_1/files/stat') {
-      if (req.query.get('path') === '/dst') return sendJson(res, 200, { type: 'dir' });
+      if (req.query.get('path') === '/dst')
+        return sendJson(res, 200, fileInfo('/dst', { type: 'dir' }));
       return sendError(res, 'FILE_NOT_FOUND', 'no such file', 404);
     }
     if (route === 'PUT /v1/sandboxes/sbx_1/files') {
-      return sendJson(res, 200, { path: req.query.get('path'), size: req.size });
+      const written = { path: req.query.get('path') ?? '', size: req.size } satisfies WriteResult;
+      return sendJson(res, 200, written);
     }
     if (route === 'GET /v1/sandboxes/sbx_1/files') {
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
@@ -55,8 +62,15 @@ before(async () => {
       route === 'GET /v1/sandboxes/sbx_1/network' ||
       route === 'PUT /v1/sandboxes/sbx_1/network'
     ) {
-      const body = req.method === 'PUT' ? JSON.parse(req.body.toString()) : { mode: 'none' };
-      return sendJson(res, 200, { allow: [], deny: [], ...body, secrets: [] });
+      const policy: NetworkPolicy =
+        req.method === 'PUT' ? JSON.parse(req.body.toString()) : { mode: 'none' };
+      const view = {
+        mode: policy.mode,
+        allow: policy.allow ?? [],
+        deny: policy.deny ?? [],
+        secrets: [],
+      } satisfies NetworkView;
+      return sendJson(res, 200, view);
     }
     if (route === 'GET /v1/sandboxes/sbx_1/egress') {
       return sendJson(res, 200, {
@@ -75,10 +89,10 @@ before(async () => {
             duration_ms: 0,
           },
         ],
-      });
+      } satisfies EgressEventListBody);
     }
     if (req.method === 'DELETE' && req.path === '/v1/sandboxes/sbx_1') {
-      return sendJson(res, 200, { id: 'sbx_1', deleted: true });
+      return sendJson(res, 200, { id: 'sbx_1', deleted: true } satisfies DeleteResultBody);
     }
     sendError(res, 'SANDBOX_NOT_FOUND', `no sandbox ${req.path.split('/')[3]}`, 404);
   });

@@ -1,9 +1,62 @@
 /**
  * A throwaway HTTP server on 127.0.0.1 that stands in for the Warren API in
  * unit tests: it records every request and lets each test answer as it likes.
+ *
+ * Its answers are typed from the protocol's schemas (@warren/protocol): the
+ * fixtures below build complete records, `sendJson` takes only protocol
+ * response bodies, and handlers declare one-off bodies with `satisfies`. A
+ * response shape that drifts from the protocol then fails the type check
+ * instead of testing the SDK against a server that does not exist.
  */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type {
+  DeleteResult,
+  EgressEventList,
+  ErrorBody,
+  ErrorCode,
+  ExecEvent,
+  ExecResult,
+  FileInfo,
+  FileList,
+  Health,
+  NetworkView,
+  PreviewToken,
+  ProcessInfo,
+  Sandbox,
+  SandboxList,
+  Snapshot,
+  Static,
+  Template,
+  TemplateList,
+  Volume,
+  WriteResult,
+} from '@warren/protocol';
+
+/** Protocol bodies that have a schema but no named type in @warren/protocol. */
+export type DeleteResultBody = Static<typeof DeleteResult>;
+export type EgressEventListBody = Static<typeof EgressEventList>;
+export type TemplateListBody = Static<typeof TemplateList>;
+
+/** Every JSON body the fake may answer a protocol route with. */
+export type ApiBody =
+  | Sandbox
+  | SandboxList
+  | DeleteResultBody
+  | ExecResult
+  | ProcessInfo
+  | FileInfo
+  | FileList
+  | WriteResult
+  | NetworkView
+  | EgressEventListBody
+  | PreviewToken
+  | Snapshot
+  | Template
+  | TemplateListBody
+  | Volume
+  | Health
+  | ErrorBody;
 
 export interface Recorded {
   method: string;
@@ -71,31 +124,56 @@ export async function startFakeApi(handler: Handler): Promise<FakeApi> {
   };
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+/** Answers a protocol route with its JSON body (declare it with `satisfies <Type>`). */
+export function sendJson(res: ServerResponse, status: number, body: ApiBody): void {
+  sendRaw(res, status, body);
+}
+
+/** Answers with any JSON: for paths that are not protocol routes (tests of the HTTP client itself). */
+export function sendRaw(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
 }
 
 export function sendError(
   res: ServerResponse,
-  code: string,
+  code: ErrorCode,
   message: string,
   status: number,
 ): void {
-  sendJson(res, status, { error: { code, message, request_id: 'req_test' } });
+  sendJson(res, status, { error: { code, message, request_id: 'req_test' } } satisfies ErrorBody);
 }
 
-/** Writes ndjson in the given raw pieces, pausing between them so each arrives as its own chunk. */
-export async function sendChunks(res: ServerResponse, pieces: (string | Buffer)[], delayMs = 15) {
+/**
+ * Writes ndjson in the given raw pieces, each written on its own: the next
+ * piece goes out only once the previous one has been handed to the socket
+ * and the event loop has turned, so the client gets the chance to read it
+ * as a chunk of its own.
+ */
+export async function sendChunks(res: ServerResponse, pieces: (string | Buffer)[]) {
   res.writeHead(200, { 'content-type': 'application/x-ndjson' });
   for (const piece of pieces) {
-    res.write(piece);
-    await new Promise((r) => setTimeout(r, delayMs));
+    await new Promise<void>((resolve, reject) =>
+      res.write(piece, (err) => (err ? reject(err) : resolve())),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
   }
   res.end();
 }
 
-export const ndjson = (...events: unknown[]) => events.map((e) => `${JSON.stringify(e)}\n`);
+/** Exec events as ndjson lines. */
+export const ndjson = (...events: ExecEvent[]) => events.map((e) => `${JSON.stringify(e)}\n`);
+
+/** Cuts `text` at the given offsets: pieces for sendChunks that split lines. */
+export function cutAt(text: string, offsets: number[]): string[] {
+  const pieces: string[] = [];
+  let from = 0;
+  for (const at of [...offsets, text.length]) {
+    pieces.push(text.slice(from, at));
+    from = at;
+  }
+  return pieces;
+}
 
 /** A URL on which nothing listens: a port that was free a moment ago. */
 export async function deadUrl(): Promise<string> {
@@ -105,14 +183,16 @@ export async function deadUrl(): Promise<string> {
 }
 
 /** A complete Sandbox record, for handlers that must return one. */
-export function sandboxRecord(id: string, extra: Record<string, unknown> = {}) {
-  return {
+export function sandboxRecord(id: string, extra: Partial<Sandbox> = {}): Sandbox {
+  const record = {
     id,
     org_id: 'org_1',
     template: 'base',
     state: 'running',
     cpu: 1,
     memory_mb: 512,
+    disk_mb: 1024,
+    volumes: [],
     metadata: {},
     env_keys: [],
     ttl_seconds: 3600,
@@ -122,6 +202,45 @@ export function sandboxRecord(id: string, extra: Record<string, unknown> = {}) {
     expires_at: '2025-01-01T01:00:00.000Z',
     stopped_at: null,
     stop_reason: null,
-    ...extra,
-  };
+    parent_id: null,
+    snapshot_id: null,
+    lineage: [],
+    fork_kind: null,
+    persistent: false,
+    idle_timeout_seconds: 300,
+    preview_url: `http://{port}-${id}.localhost:8080`,
+    preview_auth: false,
+  } satisfies Sandbox;
+  return { ...record, ...extra };
+}
+
+/** A complete ProcessInfo record: a running process unless `extra` says otherwise. */
+export function processInfo(pid: number, extra: Partial<ProcessInfo> = {}): ProcessInfo {
+  const info = {
+    pid,
+    cmd: '/bin/sh',
+    args: [],
+    cwd: '/root',
+    state: 'running',
+    exit_code: null,
+    signal: null,
+    timed_out: false,
+    started_at: '2025-01-01T00:00:00.000Z',
+    ended_at: null,
+    output_truncated: false,
+  } satisfies ProcessInfo;
+  return { ...info, ...extra };
+}
+
+/** A complete FileInfo record: a regular file unless `extra` says otherwise. */
+export function fileInfo(path: string, extra: Partial<FileInfo> = {}): FileInfo {
+  const info = {
+    name: path.split('/').at(-1) ?? '',
+    path,
+    type: 'file',
+    size: 0,
+    mode: '644',
+    mtime: '2025-01-01T00:00:00.000Z',
+  } satisfies FileInfo;
+  return { ...info, ...extra };
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { HttpClient, WarrenConnectionError, WarrenError, type ApiError } from '../../src/index';
-import { deadUrl, sendError, startFakeApi, type FakeApi } from '../helpers/fake-api';
+import { deadUrl, sendError, sendRaw, startFakeApi, type FakeApi } from '../helpers/fake-api';
 
 let api: FakeApi;
 
@@ -9,7 +9,11 @@ before(async () => {
   api = await startFakeApi((req, res) => {
     if (req.path === '/missing')
       return sendError(res, 'SANDBOX_NOT_FOUND', 'no sandbox sbx_x', 404);
-    if (req.path === '/teapot') return sendError(res, 'SOMETHING_NEW', 'newer server', 409);
+    // A code this version of the protocol does not know (from a newer server).
+    if (req.path === '/teapot') {
+      const error = { code: 'SOMETHING_NEW', message: 'newer server', request_id: 'req_test' };
+      return sendRaw(res, 409, { error });
+    }
     if (req.path === '/proxy') {
       res.writeHead(502, { 'content-type': 'text/html' });
       return res.end('<html>bad gateway</html>');
@@ -18,8 +22,8 @@ before(async () => {
       res.writeHead(204);
       return res.end();
     }
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ok: true }));
+    // Not a protocol route: the HTTP client itself is under test.
+    sendRaw(res, 200, { ok: true });
   });
 });
 after(() => api.close());

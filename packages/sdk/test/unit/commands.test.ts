@@ -9,8 +9,11 @@ import {
   WarrenError,
   toExecRequest,
 } from '../../src/index';
+import type { ExecEvent, ExecResult } from '@warren/protocol';
 import {
+  cutAt,
   ndjson,
+  processInfo,
   sendChunks,
   sendError,
   sendJson,
@@ -21,7 +24,26 @@ import {
 let api: FakeApi;
 let commands: Commands;
 const base = '/v1/sandboxes/sbx_1';
-const exit = { type: 'exit', exit_code: 3, signal: null, timed_out: false, duration_ms: 12 };
+const exit = {
+  type: 'exit',
+  exit_code: 3,
+  signal: null,
+  timed_out: false,
+  duration_ms: 12,
+} satisfies ExecEvent;
+/** Events split mid-line, stdout and stderr interleaved. */
+const interleaved = ndjson(
+  { type: 'start', pid: 8 },
+  { type: 'stdout', data: 'a' },
+  { type: 'stderr', data: 'b' },
+  { type: 'stdout', data: 'c' },
+  exit,
+).join('');
+const interleavedPieces = cutAt(interleaved, [
+  interleaved.indexOf('ta":"a"'), // in "data" of the first stdout line
+  interleaved.indexOf('{"type":"stdout","data":"c"'), // between two lines
+  interleaved.indexOf('{"type":"exit"') + 10, // inside the exit line
+]);
 
 before(async () => {
   api = await startFakeApi(async (req, res) => {
@@ -37,7 +59,7 @@ before(async () => {
           stderr: '',
           timed_out: false,
           duration_ms: 5,
-        });
+        } satisfies ExecResult);
       case `POST ${base}/exec/stream`:
         if (body.cmd === 'fail') {
           return sendChunks(
@@ -49,19 +71,13 @@ before(async () => {
           );
         }
         if (body.cmd === 'cut') return sendChunks(res, ndjson({ type: 'start', pid: 8 }));
-        // Events split mid-line, stdout and stderr interleaved.
-        return sendChunks(res, [
-          '{"type":"start","pid":8}\n{"type":"stdout","da',
-          'ta":"a"}\n{"type":"stderr","data":"b"}\n',
-          '{"type":"stdout","data":"c"}\n' + JSON.stringify(exit).slice(0, 10),
-          JSON.stringify(exit).slice(10) + '\n',
-        ]);
+        return sendChunks(res, interleavedPieces);
       case `POST ${base}/processes`:
-        return sendJson(res, 201, { pid: 42 });
+        return sendJson(res, 201, processInfo(42));
       case `GET ${base}/processes/42/output`:
         return sendChunks(res, ndjson({ type: 'stdout', data: 'hi\n' }, exit));
       case `GET ${base}/processes/42`:
-        return sendJson(res, 200, { pid: 42, state: 'running' });
+        return sendJson(res, 200, processInfo(42, { state: 'running' }));
       case `GET ${base}/processes/404`:
         return sendError(res, 'PROCESS_NOT_FOUND', 'no process 404', 404);
       case `POST ${base}/processes/42/stdin`:

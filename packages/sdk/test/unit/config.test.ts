@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { HttpClient, WarrenError, resolveConfig } from '../../src/index';
-import { sendError, sendJson, startFakeApi, type FakeApi } from '../helpers/fake-api';
+import { sendError, sendRaw, startFakeApi, type FakeApi } from '../helpers/fake-api';
 
 let home: string;
 let api: FakeApi;
@@ -14,7 +14,7 @@ before(async () => {
   api = await startFakeApi((req, res) => {
     if (!req.headers.authorization)
       return sendError(res, 'UNAUTHORIZED', 'missing bearer token', 401);
-    sendJson(res, 200, { auth: req.headers.authorization });
+    sendRaw(res, 200, { auth: req.headers.authorization }); // not a protocol route: echoes the token
   });
 });
 after(async () => {

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { Files, HttpClient, WarrenConnectionError } from '../../src/index';
-import { sendError, sendJson, startFakeApi, type FakeApi } from '../helpers/fake-api';
+import type { WriteResult } from '@warren/protocol';
+import { fileInfo, sendError, sendJson, startFakeApi, type FakeApi } from '../helpers/fake-api';
 
 const MB = 1024 * 1024;
 
@@ -33,8 +34,9 @@ const base = '/v1/sandboxes/sbx_1/files';
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'warren-files-'));
   api = await startFakeApi(async (req, res) => {
-    const path = req.query.get('path');
-    if (req.method === 'PUT') return sendJson(res, 200, { path, size: req.size });
+    const path = req.query.get('path') ?? '';
+    if (req.method === 'PUT')
+      return sendJson(res, 200, { path, size: req.size } satisfies WriteResult);
     if (req.method === 'GET' && req.path === base) {
       if (path === '/big') {
         // 100 MiB in 1 MiB writes, honouring backpressure.
@@ -47,15 +49,15 @@ before(async () => {
       }
       if (path === '/broken') {
         res.writeHead(200, { 'content-type': 'application/octet-stream' });
-        res.write(Buffer.alloc(1000));
-        return setTimeout(() => res.destroy(), 20);
+        // Cut once the first bytes are on their way.
+        return res.write(Buffer.alloc(1000), () => res.destroy());
       }
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
       return res.end('héllo');
     }
     if (req.path === `${base}/stat`) {
       if (path === '/nope') return sendError(res, 'FILE_NOT_FOUND', 'no such file', 404);
-      return sendJson(res, 200, { path, type: 'file' });
+      return sendJson(res, 200, fileInfo(path, { type: 'file' }));
     }
     if (req.method === 'DELETE') {
       res.writeHead(204);

@@ -39,7 +39,6 @@ before(async () => {
     await sendChunks(
       res,
       [...line].map((b) => Buffer.from([b])),
-      1,
     );
   });
 });

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Sandbox } from '../../src/index';
-import { sandboxRecord, sendJson, startFakeApi, type FakeApi } from '../helpers/fake-api';
+import type { SandboxList } from '@warren/protocol';
+import {
+  sandboxRecord,
+  sendJson,
+  startFakeApi,
+  type DeleteResultBody,
+  type FakeApi,
+} from '../helpers/fake-api';
 
 let api: FakeApi;
 let opts: { apiUrl: string; apiKey: string };
@@ -17,11 +24,12 @@ before(async () => {
       return sendJson(res, 200, {
         items: [sandboxRecord(second ? 'sbx_b' : 'sbx_a')],
         next_cursor: second ? null : 'c2',
-      });
+      } satisfies SandboxList);
     }
     if (req.method === 'PATCH')
       return sendJson(res, 200, sandboxRecord('sbx_new', { ttl_seconds: 60 }));
-    if (req.method === 'DELETE') return sendJson(res, 200, { id: 'sbx_new', deleted: true });
+    if (req.method === 'DELETE')
+      return sendJson(res, 200, { id: 'sbx_new', deleted: true } satisfies DeleteResultBody);
     sendJson(res, 200, sandboxRecord(req.path.split('/').at(-1)!));
   });
   opts = { apiUrl: api.url, apiKey: 'k' };
