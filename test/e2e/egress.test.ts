@@ -52,7 +52,7 @@ describe('sandbox egress: policy, proxies, credential injection (real gVisor)', 
   after(async () => {
     try {
       for (const id of made) await p?.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
-      await p?.context.host.settle();
+      await p?.host.settle();
       assert.deepEqual(p?.runscContainers() ?? [], []);
     } finally {
       await p?.stop();

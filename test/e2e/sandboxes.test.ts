@@ -29,7 +29,7 @@ describe('sandboxes over REST (real gVisor)', () => {
     const del = await p.api(`/v1/sandboxes/${sbx.id}`, { method: 'DELETE' });
     assert.equal(del.status, 200);
     assert.deepEqual(await del.json(), { id: sbx.id, deleted: true });
-    await p.context.host.settle(); // runsc's own teardown finishes in the background
+    await p.host.settle(); // runsc's own teardown finishes in the background
     assert.ok(!p.runscContainers().includes(sbx.id), 'runsc container removed');
     assert.ok(!existsSync(join(p.home, 'sandboxes', sbx.id)), 'host state removed');
 
@@ -64,7 +64,7 @@ describe('sandboxes over REST (real gVisor)', () => {
       await exec(p, a, { cmd: 'sh', args: ['-c', 'echo secret > /etc/only-a'] });
       const other = await exec(p, b, { cmd: 'cat', args: ['/etc/only-a'] });
       assert.notEqual(other.exit_code, 0);
-      const tpl = await p.context.host.templates.get('base');
+      const tpl = await p.host.templateRecord('base');
       assert.ok(!existsSync(join(tpl.rootfs, 'etc/only-a')));
       // gVisor's own kernel answers, not the host's.
       const dmesg = await exec(p, a, { cmd: 'sh', args: ['-c', 'dmesg | head -n 3'] });

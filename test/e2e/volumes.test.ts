@@ -73,7 +73,7 @@ describe('disk limits and volumes (real gVisor)', () => {
     );
     assert.equal(again.exit_code, 0, again.stdout);
     await destroy(id);
-    await p.context.host.settle();
+    await p.host.settle();
     assert.equal(existsSync(join(p.home, 'sandboxes', id)), false);
     assert.deepEqual(mountsBelow(join(p.home, 'sandboxes')), []);
   });
@@ -139,7 +139,7 @@ describe('disk limits and volumes (real gVisor)', () => {
     );
     // A mount path the template has a non-empty directory at is refused by the guest.
     await expectError(await attach(v('/etc')), 400, 'INVALID_MOUNT_PATH');
-    await p.context.host.settle();
+    await p.host.settle();
     assert.deepEqual(p.runscContainers(), [], 'no sandbox was left');
     assert.deepEqual(readdirSync(join(p.home, 'sandboxes')), []);
     const vol = await p.json('/v1/volumes/bad-input');
@@ -185,7 +185,7 @@ describe('disk limits and volumes (real gVisor)', () => {
 
     // Hibernate and wake: the volume is bound again and the data is there.
     await p.json(`/v1/sandboxes/${writer}/hibernate`, { method: 'POST' });
-    await p.context.host.settle(); // the disk is released in the background
+    await p.host.settle(); // the disk is released in the background
     assert.deepEqual(mountsBelow(join(p.home, 'sandboxes', writer)), [], 'no mounts while asleep');
     await p.json(`/v1/sandboxes/${writer}/wake`, { method: 'POST' });
     r = await sh(p, writer, 'cat /data/note && echo more >> /data/note && cat /data/note');
@@ -208,7 +208,7 @@ describe('disk limits and volumes (real gVisor)', () => {
     await destroy(r1);
     await destroy(r2);
 
-    await p.context.host.settle();
+    await p.host.settle();
     assert.equal((await p.api('/v1/volumes/data', { method: 'DELETE' })).status, 204);
     await expectError(await p.api('/v1/volumes/data'), 404, 'VOLUME_NOT_FOUND');
     assert.equal(existsSync(join(p.home, 'volumes', vol.id)), false, 'the image is gone');
@@ -253,7 +253,7 @@ describe('volumes through the SDK and CLI (real gVisor)', () => {
     } finally {
       await sbx.kill();
     }
-    await p.context.host.settle();
+    await p.host.settle();
     assert.equal((await Volumes.get('cli-vol', conn)).attachments.length, 0);
     const rm = await cli(['volume', 'rm', 'cli-vol']);
     assert.equal(rm.code, 0, rm.stderr);
@@ -286,7 +286,7 @@ describe('volumes across a platform restart (real gVisor)', () => {
         });
         assert.equal((await sh(second, id, 'cat /srv/keep/file')).stdout, 'survived\n');
         await second.json(`/v1/sandboxes/${id}`, { method: 'DELETE' });
-        await second.context.host.settle();
+        await second.host.settle();
         assert.equal((await second.api('/v1/volumes/keep', { method: 'DELETE' })).status, 204);
       } finally {
         await second.stop();
