@@ -12,5 +12,6 @@ export * from './api/exec';
 export * from './api/files';
 export * from './api/templates';
 export * from './api/health';
+export * from './api/databases';
 
 export type { Static, TSchema } from '@sinclair/typebox';

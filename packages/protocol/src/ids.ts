@@ -10,6 +10,7 @@ export const ID_PREFIX = {
   token: 'tok',
   request: 'req',
   host: 'host',
+  database: 'db',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;
