@@ -30,6 +30,7 @@ import {
 } from './sandboxes/lifecycle';
 import { reconcile } from './sandboxes/reconcile';
 import { SandboxRegistry } from './sandboxes/registry';
+import { createObjectStore, hostArchiveApi } from './archive';
 import { createSnapshotStore, type SnapshotStore } from './snapshots';
 import { HostVolumes } from './storage/host-volumes';
 import { bake } from './templates/bake';
@@ -100,6 +101,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
   await mkdir(ctx.volumes.root, { recursive: true, mode: 0o700 });
   const captures = new Captures(ctx);
   const channelOf = (id: string) => ctx.registry.live(id).channel;
+  const files = guestFiles(channelOf);
   const create = (req: Parameters<typeof createSandbox>[2]) => createSandbox(ctx, captures, req);
 
   return {
@@ -132,13 +134,17 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       releaseCapture: (captureId) => captures.release(captureId),
       snapshot: (id, snapshotId) => captures.snapshot(id, snapshotId),
       cpuUsageNs: (id) => cpuUsageNs(ctx, id),
+      async live() {
+        const listed = new Set(await driver.list());
+        return ctx.registry.ids().filter((id) => listed.has(id));
+      },
       checkNetwork: async (network) => checkSandboxNetwork(ctx, network),
       setNetwork: async (id, network) => setSandboxNetwork(ctx, id, network),
       openPort: (id, port) => channelOf(id).openPort(port),
       reconcile: (expected, hibernated) => reconcile(ctx, expected, hibernated),
     },
     processes: guestProcesses(channelOf),
-    files: guestFiles(channelOf),
+    files,
     templates: hostTemplateApi(ctx, {
       catalog: ctx.catalog,
       bake: (...args) => bake(ctx, ...args),
@@ -149,12 +155,20 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       destroySandbox: (id) => destroySandbox(ctx, id),
     }),
     volumes: {
-      create: (id, sizeMb) => ctx.volumes.create(id, sizeMb),
+      create: (id, sizeMb, o) => ctx.volumes.create(id, sizeMb, o),
+      clone: (from, to) => ctx.volumes.clone(from, to),
       remove: (id) => ctx.volumes.remove(id),
       usedBytes: (id) => ctx.volumes.usedBytes(id),
       mount: (id) => ctx.volumes.ensureMounted(id),
     },
     snapshots: { delete: (snapshotId) => ctx.snapshots.delete(snapshotId) },
+    archive: hostArchiveApi(
+      createObjectStore(
+        config.home,
+        config.snapshotStore.kind === 's3' ? config.snapshotStore : undefined,
+      ),
+      files,
+    ),
     settle: () => ctx.registry.settle(),
     isLive: (id) => ctx.registry.has(id),
     templateRecord: (name) => ctx.catalog.get(name),

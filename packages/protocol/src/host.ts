@@ -124,6 +124,8 @@ export interface HostSandboxApi {
   releaseCapture(captureId: string): Promise<void>;
   /** Captures a running sandbox into the snapshot store under `snapshotId`; it goes on running. */
   snapshot(id: string, snapshotId: string): Promise<{ size_bytes: number; paused_ms: number }>;
+  /** Sandboxes of this host whose runtime is running or paused (one that died is missing). */
+  live(): Promise<string[]>;
   /** CPU time the sandbox has used, in nanoseconds (null when unknown or not running here). */
   cpuUsageNs(id: string): Promise<number | null>;
   /** Throws INVALID_NETWORK_POLICY for a policy (or secrets) this host cannot enforce. */
@@ -198,16 +200,64 @@ export interface HostTemplateApi {
 }
 
 export interface HostVolumeApi {
-  /** Makes a volume's file system; INSUFFICIENT_CAPACITY when the host's disk cannot hold it. */
-  create(id: string, sizeMb: number): Promise<void>;
+  /**
+   * Makes a volume's file system; INSUFFICIENT_CAPACITY when the host's disk
+   * cannot hold it. `journal` for data that must survive a host crash (databases).
+   */
+  create(id: string, sizeMb: number, o?: { journal?: boolean }): Promise<void>;
   remove(id: string): Promise<void>;
   usedBytes(id: string): Promise<number>;
   /** Mounts a volume that is not mounted (after a reboot). */
   mount(id: string): Promise<void>;
+  /**
+   * Makes `to` a copy of `from` as of one instant (the source's file system is
+   * frozen while its blocks are copied: writers wait, nothing stops). Crash
+   * consistent, like a storage snapshot. On failure `to` does not exist.
+   */
+  clone(from: string, to: string): Promise<void>;
 }
 
 export interface HostSnapshotApi {
   delete(snapshotId: string): Promise<void>;
+}
+
+/** An object in the archive (WAL segments, base backups). */
+export interface ArchivedObject {
+  key: string;
+  size: number;
+}
+
+/**
+ * The archive: durable objects kept in the snapshot store's backend (a local
+ * directory, or the S3 bucket), written and read by the host on a sandbox's
+ * behalf so the sandbox holds no storage credentials. Keys are `/`-separated.
+ */
+export interface HostArchiveApi {
+  /**
+   * Moves every finished file of a directory in a sandbox into the archive
+   * under `prefix` (files ending in `.tmp` are being written and are left),
+   * removing each from the sandbox once it is stored. With a fence, the
+   * object at `fence.key` must hold `fence.value`, or nothing is moved
+   * (DATABASE_FENCED): a copy that an epoch change left behind cannot archive.
+   */
+  collect(
+    sandboxId: string,
+    dir: string,
+    prefix: string,
+    fence?: { key: string; value: string },
+  ): Promise<ArchivedObject[]>;
+  /** Stores a sandbox's file under key. */
+  upload(sandboxId: string, path: string, key: string): Promise<ArchivedObject>;
+  /** Writes an archived object into a sandbox's file (ARCHIVE_OBJECT_NOT_FOUND if missing). */
+  download(key: string, sandboxId: string, path: string): Promise<ArchivedObject>;
+  /** Stores a small object (fences, markers). */
+  put(key: string, body: string): Promise<void>;
+  /** A small object's text, or null when there is none. */
+  get(key: string): Promise<string | null>;
+  /** Objects whose key starts with prefix, sorted by key. */
+  list(prefix: string): Promise<ArchivedObject[]>;
+  /** Removes every object whose key starts with prefix. */
+  remove(prefix: string): Promise<void>;
 }
 
 export interface HostApi {
@@ -220,6 +270,7 @@ export interface HostApi {
   readonly templates: HostTemplateApi;
   readonly volumes: HostVolumeApi;
   readonly snapshots: HostSnapshotApi;
+  readonly archive: HostArchiveApi;
   /** Closes channels; with destroy, also removes every sandbox and unmounts volumes. */
   close(o?: { destroy?: boolean }): Promise<void>;
 }

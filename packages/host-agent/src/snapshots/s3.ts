@@ -34,6 +34,21 @@ export interface S3StoreConfig {
   secretAccessKey?: string;
 }
 
+/** A client for the bucket: plain uploads, path-style addressing for S3-compatible servers. */
+export function s3Client(cfg: S3StoreConfig): S3Client {
+  return new S3Client({
+    region: cfg.region,
+    // Plain uploads: many S3-compatible servers do not understand the SDK's
+    // default aws-chunked checksum framing. Integrity is checked by our own hashes.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    ...(cfg.endpoint ? { endpoint: cfg.endpoint, forcePathStyle: true } : {}),
+    ...(cfg.accessKeyId && cfg.secretAccessKey
+      ? { credentials: { accessKeyId: cfg.accessKeyId, secretAccessKey: cfg.secretAccessKey } }
+      : {}),
+  });
+}
+
 export class S3SnapshotStore implements SnapshotStore {
   readonly kind = 's3' as const;
   private readonly client: S3Client;
@@ -42,17 +57,7 @@ export class S3SnapshotStore implements SnapshotStore {
     private readonly cfg: S3StoreConfig,
     readonly cache: LocalSnapshotStore,
   ) {
-    this.client = new S3Client({
-      region: cfg.region,
-      // Plain uploads: many S3-compatible servers do not understand the SDK's
-      // default aws-chunked checksum framing. Integrity is checked by our own hashes.
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-      ...(cfg.endpoint ? { endpoint: cfg.endpoint, forcePathStyle: true } : {}),
-      ...(cfg.accessKeyId && cfg.secretAccessKey
-        ? { credentials: { accessKeyId: cfg.accessKeyId, secretAccessKey: cfg.secretAccessKey } }
-        : {}),
-    });
+    this.client = s3Client(cfg);
   }
 
   /** Every call to the bucket: a failure becomes a typed error, not a stack trace. */

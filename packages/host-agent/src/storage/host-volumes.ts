@@ -11,7 +11,7 @@
 import { mkdir, rm, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WarrenError } from '@warren/protocol';
-import { isMounted, makeExt4Image, mountImage, unmountTree } from './mounts';
+import { copyFrozen, isMounted, makeExt4Image, mountImage, unmountTree } from './mounts';
 
 export class HostVolumes {
   constructor(readonly root: string) {}
@@ -29,7 +29,7 @@ export class HostVolumes {
    * Makes and mounts a new volume; on failure nothing of it is left. The image
    * is sparse: a size the host's disk could not hold today is refused.
    */
-  async create(id: string, sizeMb: number): Promise<void> {
+  async create(id: string, sizeMb: number, o: { journal?: boolean } = {}): Promise<void> {
     await mkdir(this.root, { recursive: true, mode: 0o700 });
     const fs = await statfs(this.root).catch(() => null);
     const freeMb = fs ? Math.floor((fs.bavail * fs.bsize) / 1024 / 1024) : Infinity;
@@ -42,11 +42,29 @@ export class HostVolumes {
     const dir = this.dir(id);
     await mkdir(join(dir, 'mnt'), { recursive: true });
     try {
-      await makeExt4Image(join(dir, 'volume.img'), sizeMb);
+      await makeExt4Image(join(dir, 'volume.img'), sizeMb, o);
       await mountImage(join(dir, 'volume.img'), join(dir, 'mnt'));
       await mkdir(this.data(id), { mode: 0o755 });
     } catch (err) {
       await this.remove(id);
+      throw err;
+    }
+  }
+
+  /** Makes volume `to` a crash-consistent copy of mounted volume `from`; on failure `to` is gone. */
+  async clone(from: string, to: string): Promise<void> {
+    await this.ensureMounted(from);
+    const dir = this.dir(to);
+    await mkdir(join(dir, 'mnt'), { recursive: true });
+    try {
+      await copyFrozen(
+        join(this.dir(from), 'mnt'),
+        join(this.dir(from), 'volume.img'),
+        join(dir, 'volume.img'),
+      );
+      await mountImage(join(dir, 'volume.img'), join(dir, 'mnt'));
+    } catch (err) {
+      await this.remove(to);
       throw err;
     }
   }

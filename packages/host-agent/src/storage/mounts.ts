@@ -29,10 +29,29 @@ async function tool(cmd: string, args: string[]): Promise<void> {
  * scratch space, and a volume is only ever mounted by this host's kernel.
  * `-m 0` leaves no blocks reserved for root (everyone in a sandbox is root).
  */
-export async function makeExt4Image(image: string, sizeMb: number): Promise<void> {
+export async function makeExt4Image(
+  image: string,
+  sizeMb: number,
+  o: { journal?: boolean } = {},
+): Promise<void> {
   await writeFile(image, '');
   await truncate(image, sizeMb * 1024 * 1024);
-  await tool('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', '-E', 'nodiscard', image]);
+  const features = o.journal ? [] : ['-O', '^has_journal'];
+  await tool('mkfs.ext4', ['-q', '-F', '-m', '0', ...features, '-E', 'nodiscard', image]);
+}
+
+/**
+ * Copies a mounted image as of one instant: the file system is frozen
+ * (fsfreeze flushes it and makes writers wait), its blocks copied sparsely,
+ * and thawed again, also when the copy fails.
+ */
+export async function copyFrozen(mountpoint: string, image: string, to: string): Promise<void> {
+  await tool('fsfreeze', ['--freeze', mountpoint]);
+  try {
+    await tool('cp', ['--sparse=always', image, to]);
+  } finally {
+    await tool('fsfreeze', ['--unfreeze', mountpoint]);
+  }
 }
 
 /** Loop-mounts an image; the loop device is freed again by umount (autoclear). */
