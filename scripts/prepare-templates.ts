@@ -22,7 +22,8 @@ const host = await createHostAgent(
   ),
 );
 const started = Date.now();
-const names = (process.env.WARREN_TEMPLATES ?? 'base').split(',');
+// base for everything; postgres-17 for the managed databases (test/e2e/db-postgres.test.ts).
+const names = (process.env.WARREN_TEMPLATES ?? 'base,postgres-17').split(',');
 await host.templates.ensure(names, (line) => console.log(`[templates] ${line}`));
 for (const name of names) {
   const t = await host.templates.get(name);

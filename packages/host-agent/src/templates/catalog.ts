@@ -11,6 +11,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WarrenError, newId, type ReadyProbe, type Template } from '@warren/protocol';
+import { finishPostgresRoot } from './postgres-root';
 import { debootstrap, type Progress } from './rootfs';
 
 /** What a template record holds besides its build results. */
@@ -38,6 +39,11 @@ export interface TemplateMeta {
 export interface TemplateRecipe extends TemplateMeta {
   suite: string;
   packages: string[];
+  /**
+   * Runs on the host after debootstrap, on the new root (not yet in place):
+   * the root counts as built only once this has succeeded.
+   */
+  finish?: (rootfs: string, progress: Progress) => Promise<void>;
 }
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
@@ -91,14 +97,16 @@ export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
     maxMemoryMb: 4096,
     env: { MPLBACKEND: 'Agg' },
   },
-  'postgres-15': {
-    name: 'postgres-15',
-    suite: 'bookworm',
-    packages: ['postgresql-15'],
+  // Managed databases: Debian 13, a seed cluster made at build (postgres-root.ts).
+  'postgres-17': {
+    name: 'postgres-17',
+    suite: 'trixie',
+    packages: ['postgresql-17', 'postgresql-17-pgvector', 'pgbouncer'],
     defaultCpu: 1,
     defaultMemoryMb: 1024,
     maxCpu: 2,
     maxMemoryMb: 4096,
+    finish: finishPostgresRoot,
   },
 };
 
@@ -170,16 +178,31 @@ export class TemplateCatalog {
     return rec;
   }
 
-  /** Builds the root filesystem of a built-in template if it is missing. */
+  /**
+   * Builds the root filesystem of a built-in template if it is missing. A
+   * recipe with a `finish` step gets its root built under another name first
+   * and renamed into place only once `finish` succeeded, so a root that has
+   * `usr/bin` is always a complete one.
+   */
   async ensureRootfs(recipe: TemplateRecipe, progress: Progress): Promise<string> {
     const rootfs = join(this.dir(recipe.name), 'rootfs');
     if (existsSync(join(rootfs, 'usr/bin'))) return rootfs;
     progress(`building root filesystem of template ${recipe.name} (debootstrap ${recipe.suite})`);
-    await debootstrap(
-      rootfs,
-      { suite: recipe.suite, packages: recipe.packages, mirror: this.mirror },
-      progress,
-    );
+    const opts = { suite: recipe.suite, packages: recipe.packages, mirror: this.mirror };
+    if (!recipe.finish) {
+      await debootstrap(rootfs, opts, progress);
+      return rootfs;
+    }
+    const building = `${rootfs}.build`;
+    try {
+      await debootstrap(building, opts, progress);
+      progress(`finishing root filesystem of template ${recipe.name}`);
+      await recipe.finish(building, progress);
+      await rm(rootfs, { recursive: true, force: true });
+      await rename(building, rootfs);
+    } finally {
+      await rm(building, { recursive: true, force: true });
+    }
     return rootfs;
   }
 
