@@ -1,0 +1,34 @@
+/**
+ * Where things are in a database sandbox (template `postgres-17`). The
+ * template's own paths (the seed cluster, the archive script, the roles and
+ * PgBouncer's auth function) are made by the host agent when it builds the
+ * template: packages/host-agent/src/templates/postgres-root.ts.
+ */
+export const DB_TEMPLATE = 'postgres-17';
+/** The database's volume, mounted (linked) here in the sandbox. */
+export const PG_MOUNT = '/var/lib/warren-pg';
+export const PG_DATA = '/var/lib/warren-pg/data';
+/** WAL files waiting for the host: `<name>.tmp` while written, then `<name>` until taken. */
+export const PG_OUTBOX = '/var/lib/warren-pg/archive-outbox';
+/** Base backups and restore inputs. */
+export const PG_STAGING = '/var/lib/warren-pg/staging';
+/** PostgreSQL on the sandbox's loopback (SCRAM over TCP, trust over the Unix socket). */
+export const PG_PORT = 5432;
+/** PgBouncer in transaction mode, in front of PG_PORT. */
+export const PGBOUNCER_PORT = 6432;
+/** The user's role, owner of the database of the same name. */
+export const DB_ROLE = 'app';
+
+/** A SCRAM secret waiting to become the app role's password at the next start. */
+export const PENDING_SECRET = `${PG_MOUNT}/pending-password`;
+/** While it exists, the archive_command does not wait for the host (a stop is under way). */
+export const ARCHIVE_STOP = `${PG_MOUNT}/archive-stop`;
+export const PG_BIN = '/usr/lib/postgresql/17/bin';
+export const SEED_DIR = '/usr/local/share/warren-pg/seed';
+export const ARCHIVE_SCRIPT = '/usr/local/bin/warren-pg-archive';
+export const SOCKET_DIR = '/var/run/postgresql';
+export const LOG_DIR = '/var/log/postgresql';
+export const PGBOUNCER_INI = '/etc/pgbouncer/warren.ini';
+export const PGBOUNCER_PID = `${SOCKET_DIR}/warren-pgbouncer.pid`;
+/** Recovery settings of a restore, included from warren.conf while they exist. */
+export const RECOVERY_CONF = 'warren-recovery.conf';

@@ -1,0 +1,199 @@
+/**
+ * The shell scripts GuestPostgres runs in a database sandbox (`/bin/sh -c`,
+ * with values as positional arguments or stdin, never spliced into the text).
+ * Each does one step in one exec, so a step is one round trip to the guest.
+ */
+import {
+  ARCHIVE_STOP,
+  LOG_DIR,
+  PENDING_SECRET,
+  PGBOUNCER_INI,
+  PGBOUNCER_PID,
+  PGBOUNCER_PORT,
+  PG_BIN,
+  PG_DATA,
+  PG_MOUNT,
+  PG_OUTBOX,
+  PG_STAGING,
+  RECOVERY_CONF,
+  SEED_DIR,
+  SOCKET_DIR,
+} from './layout';
+
+/** Exit code of a script that refuses because of the state it found (INVALID_STATE). */
+export const REFUSED = 65;
+
+const COMMON = `
+B=${PG_BIN}; D=${PG_DATA}; M=${PG_MOUNT}; S=${SOCKET_DIR}
+# alive <pid file> <comm>: the process of the pid file runs and is that program. A
+# pid file left by a sandbox that died can name a pid another process has now.
+alive() { p=$(head -n1 "$1" 2>/dev/null) || return 1; [ -n "$p" ] && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$2" ]; }
+logs() {
+  tail -n 20 "$D/log/startup.log" 2>/dev/null
+  f=$(ls -t "$D"/log/postgresql-*.log 2>/dev/null | head -n1)
+  [ -z "$f" ] || tail -n 30 "$f"
+}
+fail() { echo "$1" >&2; logs >&2; exit 1; }
+refuse() { echo "$1" >&2; exit ${REFUSED}; }
+empty_data() { [ ! -e "$D" ] || [ -z "$(ls -A "$D")" ]; }
+# put <file> <text>: replaces a file through a rename
+put() { printf '%s' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"; }
+`;
+
+/** As root, before anything else: the volume's layout and owners, the sockets' and logs' dirs. */
+export const PREPARE = `set -eu
+${COMMON}
+[ -d "$M/" ] || refuse "$M is missing: the database's volume is not attached there"
+chown postgres:postgres "$M/"
+chmod 0700 "$M/"
+install -d -o postgres -g postgres -m 0700 ${PG_OUTBOX} ${PG_STAGING}
+chown -R postgres:postgres ${PG_STAGING}
+install -d -o postgres -g postgres -m 2775 "$S"
+install -d -o postgres -g postgres -m 0755 ${LOG_DIR}
+mkdir -p "$(dirname ${PGBOUNCER_INI})"
+cat >${PGBOUNCER_INI}.tmp
+chmod 0644 ${PGBOUNCER_INI}.tmp
+mv -f ${PGBOUNCER_INI}.tmp ${PGBOUNCER_INI}
+`;
+
+/** As postgres: $1 warren.conf, $2 pg_hba.conf; stdin the app role's SCRAM secret. */
+export const INIT = `set -eu
+${COMMON}
+empty_data || refuse "refusing to initialise: $D is not empty"
+[ -f ${SEED_DIR}/PG_VERSION ] || refuse "no seed cluster at ${SEED_DIR}: not the postgres template?"
+rm -rf "$D.init"
+cp -a ${SEED_DIR} "$D.init"
+chmod 0700 "$D.init"
+mkdir -p "$D.init/log"
+put "$D.init/warren.conf" "$1"
+put "$D.init/pg_hba.conf" "$2"
+umask 077
+cat >${PENDING_SECRET}.tmp
+mv -f ${PENDING_SECRET}.tmp ${PENDING_SECRET}
+[ ! -e "$D" ] || rmdir "$D"
+mv "$D.init" "$D"
+sync "$D" "$M/" 2>/dev/null || true
+`;
+
+/** As postgres: $1 warren.conf, $2 pg_hba.conf; reloads a running server. */
+export const CONFIGURE = `set -eu
+${COMMON}
+[ -f "$D/PG_VERSION" ] || refuse "no database cluster in $D"
+put "$D/warren.conf" "$1"
+put "$D/pg_hba.conf" "$2"
+mkdir -p "$D/log"
+if alive "$D/postmaster.pid" postgres; then "$B/pg_ctl" reload -D "$D" -s; fi
+`;
+
+/**
+ * As postgres: $1 seconds to wait. Starts the server unless it runs (crash
+ * recovery or a restore's archive recovery happen here), waits until it
+ * answers out of recovery, applies a pending password, drops a finished
+ * restore's settings, then starts PgBouncer unless it runs.
+ */
+export const START = `set -u
+${COMMON}
+[ -f "$D/PG_VERSION" ] || refuse "no database cluster in $D"
+deadline=$(($(date +%s) + $1))
+rm -f ${ARCHIVE_STOP}
+if ! alive "$D/postmaster.pid" postgres; then
+  rm -f "$D/postmaster.pid"
+  mkdir -p "$D/log"
+  : >"$D/log/startup.log"
+  "$B/pg_ctl" start -D "$D" -l "$D/log/startup.log" -w -t "$1" -s >/dev/null 2>&1 ||
+    fail "postgres did not start"
+fi
+until [ "$("$B/psql" -X -At -h "$S" -d postgres -c 'select pg_is_in_recovery()' 2>/dev/null)" = f ]; do
+  alive "$D/postmaster.pid" postgres || fail "postgres stopped before it was ready"
+  [ "$(date +%s)" -lt "$deadline" ] || fail "postgres was not out of recovery within $1 s"
+  sleep 0.1
+done
+if [ -f ${PENDING_SECRET} ]; then
+  printf "ALTER ROLE app PASSWORD '%s';\\n" "$(cat ${PENDING_SECRET})" |
+    "$B/psql" -X -q -v ON_ERROR_STOP=1 -h "$S" -d postgres || fail "cannot set the password"
+  rm -f ${PENDING_SECRET}
+fi
+if [ -f "$D/${RECOVERY_CONF}" ] && [ ! -f "$D/recovery.signal" ]; then
+  rm -f "$D/${RECOVERY_CONF}"
+  "$B/pg_ctl" reload -D "$D" -s
+fi
+if ! alive ${PGBOUNCER_PID} pgbouncer; then
+  rm -f ${PGBOUNCER_PID}
+  ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+  /usr/sbin/pgbouncer -d -q ${PGBOUNCER_INI} </dev/null >/dev/null 2>&1 ||
+    { tail -n 20 ${LOG_DIR}/pgbouncer.log >&2; fail "pgbouncer did not start"; }
+fi
+until bash -c 'exec 3<>/dev/tcp/127.0.0.1/${PGBOUNCER_PORT}' 2>/dev/null; do
+  [ "$(date +%s)" -lt "$deadline" ] ||
+    { tail -n 20 ${LOG_DIR}/pgbouncer.log >&2; fail "pgbouncer is not listening"; }
+  sleep 0.05
+done
+`;
+
+/** As postgres: $1 seconds to wait. PgBouncer at once, then a fast shutdown of the server. */
+export const STOP = `set -u
+${COMMON}
+if alive ${PGBOUNCER_PID} pgbouncer; then
+  kill -QUIT "$(head -n1 ${PGBOUNCER_PID})" 2>/dev/null || true
+  i=0
+  while alive ${PGBOUNCER_PID} pgbouncer && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+fi
+if alive "$D/postmaster.pid" postgres; then
+  # The archive_command gives up at once instead of waiting for the host.
+  : >${ARCHIVE_STOP}
+  "$B/pg_ctl" stop -D "$D" -m fast -w -t "$1" -s || fail "postgres did not stop"
+fi
+`;
+
+/** As postgres: whether the server answers out of recovery and PgBouncer runs. */
+export const READY = `${COMMON}
+[ "$("$B/psql" -X -At -h "$S" -d postgres -c 'select pg_is_in_recovery()' 2>/dev/null)" = f ] &&
+  alive ${PGBOUNCER_PID} pgbouncer
+`;
+
+/**
+ * As postgres: $1 the backup's name. pg_basebackup into staging/<name>/, then
+ * prints its start and end points (from pg_basebackup's log) and its backup_label.
+ */
+export const BASE_BACKUP = `set -eu
+${COMMON}
+dir=${PG_STAGING}/$1
+rm -rf "$dir"
+mkdir -p "$dir"
+if ! "$B/pg_basebackup" -h "$S" -U postgres -D "$dir" -Ft -z -X fetch -c fast -v 2>"$dir.log"; then
+  cat "$dir.log" >&2
+  rm -rf "$dir" "$dir.log"
+  exit 1
+fi
+grep -E 'write-ahead log (start|end) point' "$dir.log" || true
+rm -f "$dir.log"
+tar -xzOf "$dir/base.tar.gz" --occurrence=1 backup_label
+`;
+
+/**
+ * As postgres: $1 base.tar.gz, $2 warren.conf, $3 pg_hba.conf, $4 the recovery
+ * settings; stdin the app role's SCRAM secret. Unpacks into an empty data
+ * directory (through another name) with recovery.signal; start() recovers.
+ */
+export const RESTORE = `set -eu
+${COMMON}
+empty_data || refuse "refusing to restore: $D is not empty"
+[ -f "$1" ] || refuse "no base backup at $1"
+rm -rf "$D.restore"
+mkdir -m 0700 "$D.restore"
+tar -xzf "$1" -C "$D.restore"
+[ -f "$D.restore/PG_VERSION" ] || fail "$1 is not a base backup of a cluster"
+rm -f "$D.restore/postmaster.pid" "$D.restore/postmaster.opts" "$D.restore/standby.signal"
+rm -rf "$D.restore/log"
+mkdir -p "$D.restore/log"
+put "$D.restore/warren.conf" "$2"
+put "$D.restore/pg_hba.conf" "$3"
+put "$D.restore/${RECOVERY_CONF}" "$4"
+: >"$D.restore/recovery.signal"
+umask 077
+cat >${PENDING_SECRET}.tmp
+mv -f ${PENDING_SECRET}.tmp ${PENDING_SECRET}
+[ ! -e "$D" ] || rmdir "$D"
+mv "$D.restore" "$D"
+sync "$D" "$M/" 2>/dev/null || true
+`;
