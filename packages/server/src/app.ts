@@ -24,6 +24,7 @@ import { PreviewProxy } from './preview/proxy';
 import { previewServerFactory } from './preview/server';
 import { networkRoutes } from './routes/network';
 import { volumeRoutes } from './routes/volumes';
+import { databaseRoutes } from './routes/databases';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -35,7 +36,7 @@ declare module 'fastify' {
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const PUBLIC_ROUTES = new Set(['/v1/health']);
+const PUBLIC_ROUTES = new Set(['/v1/health', '/v1/databases/ca.pem']);
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 async function readJsonBody(payload: Readable, limit: number): Promise<unknown> {
@@ -173,6 +174,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   await app.register(previewRoutes(ctx));
   await app.register(networkRoutes(ctx));
   await app.register(volumeRoutes(ctx));
+  await app.register(databaseRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

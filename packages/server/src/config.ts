@@ -55,6 +55,20 @@ export interface Config {
   volumeMaxMb: number;
   /** Most volumes one sandbox may attach. */
   volumesPerSandbox: number;
+  /** Databases: the front door's port (WARREN_DB_PORT, default 5433; 0 picks a free one). */
+  dbPort: number;
+  /** Address the front door listens on (WARREN_DB_LISTEN; default: the API's). */
+  dbListen?: string;
+  /** Host name in connection URLs, and in the server certificate (WARREN_DB_HOST). */
+  dbHost: string;
+  /** SNI routing: `<endpoint>.<dbDomain>` (WARREN_DB_DOMAIN, default db.localhost). */
+  dbDomain: string;
+  /** Seconds between base backups of each database (WARREN_DB_BACKUP_INTERVAL_SECONDS). */
+  dbBackupIntervalSeconds: number;
+  /** How often WAL files waiting in databases' outboxes are collected into the archive. */
+  dbArchivePollMs: number;
+  /** How often databases are checked for crashes and for scale to zero. */
+  dbWatchIntervalMs: number;
 }
 
 function networkPolicy(value: string | undefined): NetworkPolicy {
@@ -142,6 +156,13 @@ export function loadConfig(
     egressUnblock: env.WARREN_EGRESS_UNBLOCK ?? '',
     volumeMaxMb: int(env.WARREN_VOLUME_MAX_MB, 10240),
     volumesPerSandbox: int(env.WARREN_VOLUMES_PER_SANDBOX, 4),
+    dbPort: int(env.WARREN_DB_PORT, 5433),
+    dbListen: env.WARREN_DB_LISTEN || undefined,
+    dbHost: env.WARREN_DB_HOST || 'localhost',
+    dbDomain: (env.WARREN_DB_DOMAIN || 'db.localhost').toLowerCase(),
+    dbBackupIntervalSeconds: int(env.WARREN_DB_BACKUP_INTERVAL_SECONDS, 24 * 3600),
+    dbArchivePollMs: int(env.WARREN_DB_ARCHIVE_POLL_MS, 500),
+    dbWatchIntervalMs: int(env.WARREN_DB_WATCH_INTERVAL_MS, 2000),
     ...overrides,
   };
   return config;

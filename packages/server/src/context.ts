@@ -1,6 +1,7 @@
 import type { HostApi } from '@warren/protocol';
 import type { AuditService } from './audit-service';
 import type { Config } from './config';
+import type { Databases } from './databases';
 import type { SandboxCreator } from './sandboxes/create';
 import type { SandboxGuest } from './sandboxes/guest';
 import type { SandboxLifecycle } from './sandboxes/lifecycle';
@@ -27,6 +28,7 @@ export interface AppContext {
   network: NetworkService;
   volumes: VolumeService;
   templates: TemplateService;
+  databases: Databases;
   version: string;
   startedAt: number;
 }

@@ -11,6 +11,7 @@ import { AuditService } from './audit-service';
 import { ensureAdminToken } from './auth';
 import { hostAgentConfig, loadConfig, type Config } from './config';
 import type { AppContext } from './context';
+import { createDatabases, type DatabaseLog } from './databases';
 import { systemClock } from './sandboxes/clock';
 import { SandboxCreator } from './sandboxes/create';
 import { SandboxGuest } from './sandboxes/guest';
@@ -36,6 +37,9 @@ export interface Platform {
   /** The in-process host agent (tests and benchmarks look at it directly). */
   host: LocalHostAgent;
   sweeper: Sweeper;
+  /** The databases' front door: its port and the CA file for `sslrootcert`. */
+  dbPort: number;
+  dbCaFile: string;
   close(): Promise<void>;
 }
 
@@ -78,6 +82,13 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   network = new NetworkService(store, host, sandboxes);
   await reconcileSandboxes(store, host, sandboxes);
 
+  let app: App | null = null;
+  const log: DatabaseLog = {
+    info: (o, m) => app?.log.info(o, m),
+    warn: (o, m) => app?.log.warn(o, m),
+    error: (o, m) => app?.log.error(o, m),
+  };
+  const databases = await createDatabases(store, host, config, creator, sandboxes, log);
   const context: AppContext = {
     config,
     store,
@@ -90,10 +101,11 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     network,
     volumes,
     templates: new TemplateService(store, host),
+    databases,
     version: VERSION,
     startedAt: Date.now(),
   };
-  const app = await buildApp(context, logger ?? { level: config.logLevel });
+  app = await buildApp(context, logger ?? { level: config.logLevel });
   const sweeper = new Sweeper(
     new IdleSweeps(store, host, config, sandboxes),
     store,
@@ -103,6 +115,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   );
   const address = await app.listen({ host: config.host, port: config.port });
   const port = new URL(address).port;
+  const dbPort = await databases.start();
   config.previewUrl ??= `http://{port}-{id}.${config.previewDomain}:${port}`;
   const shownHost = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   sweeper.start();
@@ -117,11 +130,14 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     context,
     host,
     sweeper,
+    dbPort,
+    dbCaFile: databases.tls.caFile,
     async close() {
       if (closed) return;
       closed = true;
       await sweeper.stop();
-      await app.close();
+      await databases.stop();
+      await app!.close();
       if (config.destroyOnClose) {
         const running = await store.sandboxesOnHost(host.id, ['creating', 'running', 'stopping']);
         for (const row of running)

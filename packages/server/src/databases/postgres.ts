@@ -98,15 +98,20 @@ export class GuestPostgres {
     });
   }
 
-  private asPostgres(script: string, args: string[], what: string, stdin?: string, wait = 0) {
-    const timeoutMs = wait > 0 ? (wait + 60) * 1000 : undefined;
-    return this.script(sh(script, args, { user: 'postgres', stdin, timeoutMs }), what);
+  private asPostgres(
+    script: string,
+    args: string[],
+    what: string,
+    o: { stdin?: string; wait?: number; bash?: boolean } = {},
+  ) {
+    const timeoutMs = o.wait ? (o.wait + 60) * 1000 : undefined;
+    const start = sh(script, args, { user: 'postgres', stdin: o.stdin, timeoutMs, bash: o.bash });
+    return this.script(start, what);
   }
 
-  /** Root's part of every step: the volume's owners and layout, PgBouncer's configuration. */
+  /** Root's part of a new data directory: the volume's owner and layout. */
   private async prepare(): Promise<void> {
-    const start = sh(PREPARE, [], { user: 'root', stdin: PGBOUNCER_CONF });
-    await this.script(start, 'preparing the sandbox');
+    await this.script(sh(PREPARE, [], { user: 'root' }), 'preparing the volume');
   }
 
   /**
@@ -118,7 +123,9 @@ export class GuestPostgres {
     checkArchiveTimeout(o.archiveTimeoutSeconds);
     const secret = scramSecret(o.password);
     await this.prepare();
-    await this.asPostgres(INIT, [warrenConf(o), PG_HBA], 'initialising the cluster', secret);
+    await this.asPostgres(INIT, [warrenConf(o), PG_HBA], 'initialising the cluster', {
+      stdin: secret,
+    });
   }
 
   /**
@@ -139,14 +146,16 @@ export class GuestPostgres {
    */
   async start(o: { timeoutSeconds?: number } = {}): Promise<void> {
     const wait = o.timeoutSeconds ?? DEFAULT_WAIT_SECONDS;
-    await this.prepare();
-    await this.asPostgres(START, [String(wait)], 'starting postgres', undefined, wait);
+    await this.asPostgres(START, [String(wait), PGBOUNCER_CONF], 'starting postgres', {
+      wait,
+      bash: true,
+    });
   }
 
   /** Stops PgBouncer, then PostgreSQL with a fast shutdown (clean: no recovery at the next start). */
   async stop(o: { timeoutSeconds?: number } = {}): Promise<void> {
     const wait = o.timeoutSeconds ?? DEFAULT_WAIT_SECONDS;
-    await this.asPostgres(STOP, [String(wait)], 'stopping postgres', undefined, wait);
+    await this.asPostgres(STOP, [String(wait)], 'stopping postgres', { wait, bash: true });
   }
 
   /** Whether the server answers queries out of recovery and PgBouncer runs. */
@@ -252,7 +261,7 @@ export class GuestPostgres {
     ].join('\n');
     await this.prepare();
     const args = [o.backup, warrenConf(o), PG_HBA, recovery];
-    await this.asPostgres(RESTORE, args, 'restoring the base backup', secret);
+    await this.asPostgres(RESTORE, args, 'restoring the base backup', { stdin: secret });
     await this.start({ timeoutSeconds: o.timeoutSeconds });
   }
 }

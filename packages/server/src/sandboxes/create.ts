@@ -8,6 +8,7 @@ import {
   type CreateSandboxRequest,
   type ForkRequest,
   type HostApi,
+  type HostVolumeAttachment,
   type Sandbox,
   type SandboxNetwork,
   type SandboxSource,
@@ -28,6 +29,8 @@ export interface LaunchOptions {
   memoryMb?: number;
   diskMb?: number;
   volumes?: VolumeAttachment[];
+  /** Host volumes owned by something else than the volumes API (a database's data volume). */
+  hostVolumes?: HostVolumeAttachment[];
   env: Record<string, string>;
   metadata?: Record<string, string>;
   ttlSeconds?: number;
@@ -180,7 +183,7 @@ export class SandboxCreator {
         cpu: o.cpu,
         memory_mb: o.memoryMb,
         disk_mb: o.diskMb,
-        volumes: await this.volumes.attach(orgId, rec.id, volumes),
+        volumes: [...(await this.volumes.attach(orgId, rec.id, volumes)), ...(o.hostVolumes ?? [])],
         env: o.env,
         network: o.network,
         reset_processes: o.reset,

@@ -61,7 +61,8 @@ export class IdleSweeps {
     const running = new Set(rows.filter((r) => r.state === 'running').map((r) => r.id));
     for (const id of this.cpuSamples.keys()) if (!running.has(id)) this.cpuSamples.delete(id);
     for (const row of rows) {
-      if (row.persistent !== 1) continue;
+      // idle_timeout_seconds 0: never (a database's sandbox; its database scales to zero itself).
+      if (row.persistent !== 1 || row.idle_timeout_seconds === 0) continue;
       // Sampled every sweep, so a sandbox that turns idle has a recent figure.
       const cpu = row.state === 'running' ? await this.cpuPercent(row.id) : 0;
       const idleFor = now - Date.parse(row.last_activity_at);

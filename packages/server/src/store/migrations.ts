@@ -193,4 +193,58 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0007_databases': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('databases')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organisations.id'))
+        .addColumn('label', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('host_id', 'text', (c) => c.notNull())
+        .addColumn('sandbox_id', 'text', (c) => c.notNull())
+        .addColumn('volume_id', 'text', (c) => c.notNull())
+        .addColumn('cpu', 'real', (c) => c.notNull())
+        .addColumn('memory_mb', 'integer', (c) => c.notNull())
+        .addColumn('disk_mb', 'integer', (c) => c.notNull())
+        // As sensitive as a sandbox's env, and kept the same way.
+        .addColumn('password', 'text', (c) => c.notNull())
+        .addColumn('scale_to_zero_seconds', 'integer', (c) => c.notNull())
+        .addColumn('archive_timeout_seconds', 'integer', (c) => c.notNull())
+        .addColumn('epoch', 'integer', (c) => c.notNull())
+        .addColumn('parent_id', 'text')
+        .addColumn('restored_to', 'text')
+        .addColumn('metadata', 'text', (c) => c.notNull().defaultTo('{}'))
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('last_archived_wal', 'text')
+        .addColumn('last_archived_at', 'text')
+        .addColumn('last_base_backup_at', 'text')
+        .addColumn('last_base_backup_lsn', 'text')
+        .addColumn('last_connection_at', 'text')
+        .execute();
+      await db.schema
+        .createTable('database_events')
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('database_id', 'text', (c) => c.notNull())
+        .addColumn('at', 'text', (c) => c.notNull())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('message', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('database_events_database')
+        .on('database_events')
+        .columns(['database_id', 'id'])
+        .execute();
+      await db.schema
+        .createTable('database_backups')
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('database_id', 'text', (c) => c.notNull())
+        .addColumn('epoch', 'integer', (c) => c.notNull())
+        .addColumn('key', 'text', (c) => c.notNull())
+        .addColumn('start_lsn', 'text', (c) => c.notNull())
+        .addColumn('at', 'text', (c) => c.notNull())
+        .addColumn('size', 'integer', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

@@ -130,6 +130,52 @@ export interface AuditEventTable {
   request_id: string;
 }
 
+export interface DatabaseTable {
+  id: string;
+  org_id: string;
+  label: string;
+  state: string;
+  host_id: string;
+  sandbox_id: string;
+  volume_id: string;
+  cpu: number;
+  memory_mb: number;
+  disk_mb: number;
+  password: string;
+  scale_to_zero_seconds: number;
+  archive_timeout_seconds: number;
+  /** Raised by a restore onto a new volume: the archive fence. */
+  epoch: number;
+  parent_id: string | null;
+  restored_to: string | null;
+  metadata: string;
+  created_at: string;
+  last_archived_wal: string | null;
+  last_archived_at: string | null;
+  last_base_backup_at: string | null;
+  last_base_backup_lsn: string | null;
+  last_connection_at: string | null;
+}
+
+export interface DatabaseEventTable {
+  id: Generated<number>;
+  database_id: string;
+  at: string;
+  kind: string;
+  message: string;
+}
+
+export interface DatabaseBackupTable {
+  id: Generated<number>;
+  database_id: string;
+  epoch: number;
+  /** Archive key of base.tar.gz. */
+  key: string;
+  start_lsn: string;
+  at: string;
+  size: number;
+}
+
 export interface Database {
   organisations: OrganisationTable;
   api_tokens: ApiTokenTable;
@@ -140,4 +186,7 @@ export interface Database {
   sandbox_events: SandboxEventTable;
   audit_events: AuditEventTable;
   egress_events: EgressEventTable;
+  databases: DatabaseTable;
+  database_events: DatabaseEventTable;
+  database_backups: DatabaseBackupTable;
 }

@@ -44,14 +44,14 @@ export async function runOk(
   return r.stdout;
 }
 
-/** `/bin/sh -c <script> sh <args...>`: arguments stay arguments, never shell text. */
+/** `sh -c <script> sh <args...>`: arguments stay arguments, never shell text. */
 export function sh(
   script: string,
   args: string[],
-  o: { user: string; stdin?: string; timeoutMs?: number },
+  o: { user: string; stdin?: string; timeoutMs?: number; bash?: boolean },
 ): GuestProcessStart {
   return {
-    cmd: '/bin/sh',
+    cmd: o.bash ? '/bin/bash' : '/bin/sh',
     args: ['-c', script, 'sh', ...args],
     user: o.user,
     cwd: '/',

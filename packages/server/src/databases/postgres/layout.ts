@@ -28,7 +28,8 @@ export const SEED_DIR = '/usr/local/share/warren-pg/seed';
 export const ARCHIVE_SCRIPT = '/usr/local/bin/warren-pg-archive';
 export const SOCKET_DIR = '/var/run/postgresql';
 export const LOG_DIR = '/var/log/postgresql';
-export const PGBOUNCER_INI = '/etc/pgbouncer/warren.ini';
+/** PgBouncer's configuration, written by every start (the template has the directory). */
+export const PGBOUNCER_INI = `${SOCKET_DIR}/warren-pgbouncer.ini`;
 export const PGBOUNCER_PID = `${SOCKET_DIR}/warren-pgbouncer.pid`;
 /** Recovery settings of a restore, included from warren.conf while they exist. */
 export const RECOVERY_CONF = 'warren-recovery.conf';

@@ -1,7 +1,9 @@
 /**
- * The shell scripts GuestPostgres runs in a database sandbox (`/bin/sh -c`,
- * with values as positional arguments or stdin, never spliced into the text).
- * Each does one step in one exec, so a step is one round trip to the guest.
+ * The shell scripts GuestPostgres runs in a database sandbox (`sh -c`, START
+ * and STOP with bash), with values as positional arguments or stdin, never
+ * spliced into the text. Each does one step in one exec, so a step is one
+ * round trip to the guest; they use shell builtins where they can, since
+ * every process started in a sandbox costs a few milliseconds or more.
  */
 import {
   ARCHIVE_STOP,
@@ -27,7 +29,11 @@ const COMMON = `
 B=${PG_BIN}; D=${PG_DATA}; M=${PG_MOUNT}; S=${SOCKET_DIR}
 # alive <pid file> <comm>: the process of the pid file runs and is that program. A
 # pid file left by a sandbox that died can name a pid another process has now.
-alive() { p=$(head -n1 "$1" 2>/dev/null) || return 1; [ -n "$p" ] && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$2" ]; }
+alive() {
+  p=; c=
+  read -r p 2>/dev/null <"$1"
+  [ -n "$p" ] && read -r c 2>/dev/null <"/proc/$p/comm" && [ "$c" = "$2" ]
+}
 logs() {
   tail -n 20 "$D/log/startup.log" 2>/dev/null
   f=$(ls -t "$D"/log/postgresql-*.log 2>/dev/null | head -n1)
@@ -40,7 +46,11 @@ empty_data() { [ ! -e "$D" ] || [ -z "$(ls -A "$D")" ]; }
 put() { printf '%s' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"; }
 `;
 
-/** As root, before anything else: the volume's layout and owners, the sockets' and logs' dirs. */
+/**
+ * As root, for a new data directory (init, restore): the volume's owner and
+ * layout, and staged restore inputs readable by postgres. The template has
+ * the socket and log directories, so a start needs none of this.
+ */
 export const PREPARE = `set -eu
 ${COMMON}
 [ -d "$M/" ] || refuse "$M is missing: the database's volume is not attached there"
@@ -50,10 +60,6 @@ install -d -o postgres -g postgres -m 0700 ${PG_OUTBOX} ${PG_STAGING}
 chown -R postgres:postgres ${PG_STAGING}
 install -d -o postgres -g postgres -m 2775 "$S"
 install -d -o postgres -g postgres -m 0755 ${LOG_DIR}
-mkdir -p "$(dirname ${PGBOUNCER_INI})"
-cat >${PGBOUNCER_INI}.tmp
-chmod 0644 ${PGBOUNCER_INI}.tmp
-mv -f ${PGBOUNCER_INI}.tmp ${PGBOUNCER_INI}
 `;
 
 /** As postgres: $1 warren.conf, $2 pg_hba.conf; stdin the app role's SCRAM secret. */
@@ -86,15 +92,16 @@ if alive "$D/postmaster.pid" postgres; then "$B/pg_ctl" reload -D "$D" -s; fi
 `;
 
 /**
- * As postgres: $1 seconds to wait. Starts the server unless it runs (crash
- * recovery or a restore's archive recovery happen here), waits until it
- * answers out of recovery, applies a pending password, drops a finished
- * restore's settings, then starts PgBouncer unless it runs.
+ * As postgres, with bash: $1 seconds to wait, $2 PgBouncer's configuration.
+ * Starts the server unless it runs (crash recovery or a restore's archive
+ * recovery happen here), waits until it answers out of recovery, applies a
+ * pending password, drops a finished restore's settings, then starts
+ * PgBouncer unless it runs and waits until it listens.
  */
 export const START = `set -u
 ${COMMON}
 [ -f "$D/PG_VERSION" ] || refuse "no database cluster in $D"
-deadline=$(($(date +%s) + $1))
+[ -d "$S" ] && [ -w "$S" ] || refuse "$S is missing: not the postgres template?"
 rm -f ${ARCHIVE_STOP}
 if ! alive "$D/postmaster.pid" postgres; then
   rm -f "$D/postmaster.pid"
@@ -105,11 +112,12 @@ if ! alive "$D/postmaster.pid" postgres; then
 fi
 until [ "$("$B/psql" -X -At -h "$S" -d postgres -c 'select pg_is_in_recovery()' 2>/dev/null)" = f ]; do
   alive "$D/postmaster.pid" postgres || fail "postgres stopped before it was ready"
-  [ "$(date +%s)" -lt "$deadline" ] || fail "postgres was not out of recovery within $1 s"
+  [ "$SECONDS" -lt "$1" ] || fail "postgres was not out of recovery within $1 s"
   sleep 0.1
 done
 if [ -f ${PENDING_SECRET} ]; then
-  printf "ALTER ROLE app PASSWORD '%s';\\n" "$(cat ${PENDING_SECRET})" |
+  read -r secret <${PENDING_SECRET}
+  printf "ALTER ROLE app PASSWORD '%s';\\n" "$secret" |
     "$B/psql" -X -q -v ON_ERROR_STOP=1 -h "$S" -d postgres || fail "cannot set the password"
   rm -f ${PENDING_SECRET}
 fi
@@ -117,26 +125,25 @@ if [ -f "$D/${RECOVERY_CONF}" ] && [ ! -f "$D/recovery.signal" ]; then
   rm -f "$D/${RECOVERY_CONF}"
   "$B/pg_ctl" reload -D "$D" -s
 fi
+put ${PGBOUNCER_INI} "$2"
 if ! alive ${PGBOUNCER_PID} pgbouncer; then
   rm -f ${PGBOUNCER_PID}
   ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
   /usr/sbin/pgbouncer -d -q ${PGBOUNCER_INI} </dev/null >/dev/null 2>&1 ||
     { tail -n 20 ${LOG_DIR}/pgbouncer.log >&2; fail "pgbouncer did not start"; }
 fi
-until bash -c 'exec 3<>/dev/tcp/127.0.0.1/${PGBOUNCER_PORT}' 2>/dev/null; do
-  [ "$(date +%s)" -lt "$deadline" ] ||
-    { tail -n 20 ${LOG_DIR}/pgbouncer.log >&2; fail "pgbouncer is not listening"; }
+until : 2>/dev/null <>/dev/tcp/127.0.0.1/${PGBOUNCER_PORT}; do
+  [ "$SECONDS" -lt "$1" ] || { tail -n 20 ${LOG_DIR}/pgbouncer.log >&2; fail "pgbouncer is not listening"; }
   sleep 0.05
 done
 `;
 
-/** As postgres: $1 seconds to wait. PgBouncer at once, then a fast shutdown of the server. */
+/** As postgres, with bash: $1 seconds to wait. PgBouncer at once, then a fast shutdown of the server. */
 export const STOP = `set -u
 ${COMMON}
 if alive ${PGBOUNCER_PID} pgbouncer; then
-  kill -QUIT "$(head -n1 ${PGBOUNCER_PID})" 2>/dev/null || true
-  i=0
-  while alive ${PGBOUNCER_PID} pgbouncer && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+  kill -QUIT "$p" 2>/dev/null
+  while alive ${PGBOUNCER_PID} pgbouncer && [ "$SECONDS" -lt 5 ]; do sleep 0.05; done
 fi
 if alive "$D/postmaster.pid" postgres; then
   # The archive_command gives up at once instead of waiting for the host.

@@ -4,7 +4,7 @@
  *
  *   <data>/warren.conf         included at the end of postgresql.conf (the seed's)
  *   <data>/pg_hba.conf         local trust, loopback TCP with SCRAM, nothing else
- *   /etc/pgbouncer/warren.ini  written before every start (the sandbox's root)
+ *   /run/postgresql/warren-pgbouncer.ini  written by every start (the sandbox's root)
  */
 import {
   ARCHIVE_SCRIPT,
@@ -27,7 +27,8 @@ export function warrenConf(o: { archiveTimeoutSeconds: number }): string {
     ['shared_buffers', `'128MB'`],
     ['effective_cache_size', `'512MB'`],
     ['maintenance_work_mem', `'64MB'`],
-    ['dynamic_shared_memory_type', 'posix'],
+    // Not posix: /dev/shm in a sandbox is a 64 MiB tmpfs, too small for parallel hash joins.
+    ['dynamic_shared_memory_type', 'sysv'],
     ['huge_pages', 'off'],
     ['password_encryption', `'scram-sha-256'`],
     ['wal_level', 'replica'],

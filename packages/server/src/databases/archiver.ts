@@ -1,0 +1,110 @@
+/**
+ * Continuous archiving. Postgres's archive_command in the sandbox puts each
+ * finished WAL file into an outbox on the data volume and waits; here the
+ * control plane has the host move outbox files into the archive (the
+ * sandbox holds no storage credentials), and Postgres's wait ends when its
+ * file is gone. Moves are fenced by the database's epoch. Base backups are
+ * taken at create and every `dbBackupIntervalSeconds`.
+ */
+import type { HostApi } from '@warren/protocol';
+import type { Config } from '../config';
+import type { DatabaseLog } from './index';
+import type { DatabaseQueries, DatabaseRecord } from '../store/databases';
+import { PG_OUTBOX } from './postgres';
+import { archivePrefix, fenceKey, walPrefix, type DatabaseProvisioner } from './provision';
+
+export class DatabaseArchiver {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private readonly backingUp = new Set<string>();
+
+  constructor(
+    private readonly host: HostApi,
+    private readonly queries: DatabaseQueries,
+    private readonly provisioner: DatabaseProvisioner,
+    private readonly config: Config,
+    private readonly log: Pick<DatabaseLog, 'warn'>,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      this.running ??= this.pass().finally(() => (this.running = null));
+    }, this.config.dbArchivePollMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+    while (this.backingUp.size > 0) await new Promise((r) => setTimeout(r, 50));
+  }
+
+  /** One round over the ready databases of this host. */
+  async pass(): Promise<void> {
+    for (const db of await this.queries.onHost(this.host.id)) {
+      if (db.state !== 'ready') continue;
+      await this.collect(db).catch((err: Error) =>
+        this.log.warn({ database: db.id, err: err.message }, 'WAL archiving failed'),
+      );
+      const due =
+        !db.last_base_backup_at ||
+        Date.now() - Date.parse(db.last_base_backup_at) >
+          this.config.dbBackupIntervalSeconds * 1000;
+      if (due && !this.backingUp.has(db.id)) void this.backupInBackground(db);
+    }
+  }
+
+  /** Moves what waits in the outbox into the archive now; returns the last file moved. */
+  async collect(db: DatabaseRecord): Promise<string | null> {
+    const moved = await this.host.archive.collect(db.sandbox_id, PG_OUTBOX, walPrefix(db), {
+      key: fenceKey(db),
+      value: String(db.epoch),
+    });
+    const last = moved.map((m) => m.key.slice(m.key.lastIndexOf('/') + 1)).at(-1) ?? null;
+    if (last)
+      await this.queries.update(db.id, {
+        last_archived_wal: last,
+        last_archived_at: new Date().toISOString(),
+      });
+    return last;
+  }
+
+  private async backupInBackground(db: DatabaseRecord): Promise<void> {
+    this.backingUp.add(db.id);
+    try {
+      await this.baseBackup(db);
+    } catch (err) {
+      this.log.warn({ database: db.id, err: (err as Error).message }, 'base backup failed');
+    } finally {
+      this.backingUp.delete(db.id);
+    }
+  }
+
+  /** Takes a base backup in the sandbox and moves it into the archive. */
+  async baseBackup(db: DatabaseRecord): Promise<void> {
+    const name = `base-${Date.now()}`;
+    const pg = this.provisioner.postgres(db.sandbox_id);
+    const b = await pg.baseBackup(name);
+    const at = new Date().toISOString(); // consistent from here on: restores to later times use it
+    const key = `${archivePrefix(db)}base/${name}.tar.gz`;
+    try {
+      const stored = await this.host.archive.upload(db.sandbox_id, b.path, key);
+      await this.queries.addBackup({
+        database_id: db.id,
+        epoch: db.epoch,
+        key,
+        start_lsn: b.startLsn,
+        at,
+        size: stored.size,
+      });
+      await this.queries.update(db.id, {
+        last_base_backup_at: at,
+        last_base_backup_lsn: b.startLsn,
+      });
+    } finally {
+      const dir = b.path.slice(0, b.path.lastIndexOf('/'));
+      await this.host.files.remove(db.sandbox_id, dir, true).catch(() => undefined);
+    }
+  }
+}

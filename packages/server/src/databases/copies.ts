@@ -1,0 +1,116 @@
+/**
+ * New databases made from existing ones: a point-in-time restore from the
+ * archive, and a branch (a copy of the data as of now, taken from the live
+ * volume without stopping the parent). Each gets its own id, password,
+ * volume, sandbox and archive.
+ */
+import {
+  WarrenError,
+  type BranchDatabaseRequest,
+  type Database,
+  type RestoreDatabaseRequest,
+} from '@warren/protocol';
+import type { DatabaseRecord } from '../store/databases';
+import { restoreFromArchive } from './restore';
+import type { DatabaseService } from './service';
+
+export class DatabaseCopies {
+  constructor(private readonly dbs: DatabaseService) {}
+
+  private like(parent: DatabaseRecord, label: string) {
+    return this.dbs.newRecord(parent.org_id, {
+      label,
+      disk_mb: parent.disk_mb,
+      scale_to_zero_seconds: parent.scale_to_zero_seconds,
+      archive_timeout_seconds: parent.archive_timeout_seconds,
+      metadata: parent.metadata,
+      parent_id: parent.id,
+    });
+  }
+
+  /**
+   * A new database at `target_time` (or at the last archived WAL). The source
+   * may be running: its current WAL is switched and archived first, so
+   * "latest" means up to now.
+   */
+  async restore(orgId: string, id: string, req: RestoreDatabaseRequest): Promise<Database> {
+    const source = await this.dbs.row(orgId, id);
+    if (req.target_time !== undefined && Date.parse(req.target_time) > Date.now())
+      throw new WarrenError(
+        'INVALID_RESTORE_TARGET',
+        `target_time ${req.target_time} is in the future`,
+      );
+    if (source.state === 'ready') await this.flush(source);
+    const rec = this.like(source, req.label ?? `${source.label} (restored)`);
+    rec.restored_to = req.target_time ?? null;
+    return this.dbs.build(
+      rec,
+      `restored from ${source.id} to ${req.target_time ?? 'latest'}`,
+      async () => {
+        const made = await restoreFromArchive(
+          this.dbs.host,
+          this.dbs.queries,
+          this.dbs.provisioner,
+          source,
+          req.target_time,
+          {
+            orgId,
+            dbId: rec.id,
+            password: rec.password,
+            archiveTimeoutSeconds: rec.archive_timeout_seconds,
+            diskMb: rec.disk_mb,
+            size: { cpu: source.cpu, memoryMb: source.memory_mb },
+          },
+        );
+        rec.sandbox_id = made.sandboxId;
+        rec.volume_id = made.volumeId;
+        return {
+          sandbox_id: made.sandboxId,
+          volume_id: made.volumeId,
+          cpu: made.cpu,
+          memory_mb: made.memory_mb,
+        };
+      },
+    );
+  }
+
+  /** Ends the current WAL segment and waits until the archive has it. */
+  private async flush(db: DatabaseRecord): Promise<void> {
+    const pg = this.dbs.provisioner.postgres(db.sandbox_id);
+    const file = (await pg.sql('SELECT pg_walfile_name(pg_switch_wal())')).trim();
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      await this.dbs.archiver.collect(db);
+      const last = (await this.dbs.queries.byId(db.id))?.last_archived_wal ?? '';
+      if (last >= file) return;
+      if (Date.now() > deadline)
+        throw new WarrenError('DATABASE_NOT_READY', `WAL file ${file} was not archived in 30 s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /**
+   * A branch: the parent's volume copied as of one instant (writes in the
+   * parent wait while its blocks are copied), started as a server of its own
+   * after crash recovery, with a new password.
+   */
+  async branch(orgId: string, id: string, req: BranchDatabaseRequest): Promise<Database> {
+    const parent = await this.dbs.ready(orgId, id);
+    const rec = this.like(parent, req.label ?? `${parent.label} (branch)`);
+    return this.dbs.build(rec, `branched from ${parent.id}`, async () => {
+      const p = this.dbs.provisioner;
+      const volumeId = await this.dbs.locks.run(parent.id, () => p.cloneVolume(parent.volume_id));
+      rec.volume_id = volumeId;
+      const sbx = await p.sandbox(orgId, rec.id, volumeId, {
+        cpu: parent.cpu,
+        memoryMb: parent.memory_mb,
+      });
+      rec.sandbox_id = sbx.id;
+      await p.forgetOrigin(sbx.id);
+      await sbx.pg.configure({ archiveTimeoutSeconds: rec.archive_timeout_seconds });
+      await sbx.pg.start();
+      await sbx.pg.setPassword(rec.password);
+      return { sandbox_id: sbx.id, volume_id: volumeId, cpu: sbx.cpu, memory_mb: sbx.memory_mb };
+    });
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * The parts of a database on its host: a journaled data volume and a sandbox
+ * from the postgres template with the volume at PG_MOUNT. Each maker undoes
+ * its own work on failure, so a failed create, branch or restore leaves
+ * nothing behind.
+ */
+import { newId, type HostApi } from '@warren/protocol';
+import type { SandboxCreator } from '../sandboxes/create';
+import type { SandboxLifecycle } from '../sandboxes/lifecycle';
+import type { DatabaseRecord } from '../store/databases';
+import { DB_TEMPLATE, GuestPostgres, PG_DATA, PG_MOUNT, PG_OUTBOX, PG_STAGING } from './postgres';
+
+export interface Sizing {
+  cpu?: number;
+  memoryMb?: number;
+}
+
+export class DatabaseProvisioner {
+  constructor(
+    private readonly host: HostApi,
+    private readonly creator: SandboxCreator,
+    private readonly lifecycle: SandboxLifecycle,
+  ) {}
+
+  /** A new empty data volume (journaled: it holds a database). */
+  async newVolume(sizeMb: number): Promise<string> {
+    const id = newId('volume');
+    await this.host.volumes.create(id, sizeMb, { journal: true });
+    return id;
+  }
+
+  /** A new volume that is a crash-consistent copy of another, taken while it is in use. */
+  async cloneVolume(from: string): Promise<string> {
+    const id = newId('volume');
+    await this.host.volumes.clone(from, id);
+    return id;
+  }
+
+  /** Starts a sandbox for database `dbId` on volume `volumeId`; returns its id and sizes. */
+  async sandbox(
+    orgId: string,
+    dbId: string,
+    volumeId: string,
+    size: Sizing,
+  ): Promise<{ id: string; cpu: number; memory_mb: number; pg: GuestPostgres }> {
+    const sbx = await this.creator.launch(orgId, {
+      template: DB_TEMPLATE,
+      cpu: size.cpu,
+      memoryMb: size.memoryMb,
+      hostVolumes: [{ id: volumeId, name: dbId, mount_path: PG_MOUNT, read_only: false }],
+      env: {},
+      metadata: { 'warren.database': dbId },
+      persistent: true,
+      idleTimeoutSeconds: 0,
+      network: { policy: { mode: 'none' }, secrets: [] },
+      cause: `server of database ${dbId}`,
+    });
+    return { id: sbx.id, cpu: sbx.cpu, memory_mb: sbx.memory_mb, pg: this.postgres(sbx.id) };
+  }
+
+  postgres(sandboxId: string): GuestPostgres {
+    return new GuestPostgres(this.host, sandboxId);
+  }
+
+  /**
+   * A copied data directory (a branch) was running when copied: drop what
+   * belongs to the original (its lock file, WAL waiting for its archive,
+   * staging) so it starts as a server of its own.
+   */
+  async forgetOrigin(sandboxId: string): Promise<void> {
+    const files = this.host.files;
+    await this.removeLock(sandboxId);
+    for (const dir of [PG_OUTBOX, PG_STAGING]) {
+      const list = await files.list(sandboxId, dir).catch(() => ({ items: [] }));
+      for (const f of list.items)
+        await files.remove(sandboxId, `${dir}/${f.name}`, true).catch(() => undefined);
+    }
+  }
+
+  /**
+   * The lock file of a server that died with its sandbox: its pid may be
+   * taken by another process in the new sandbox, so Postgres must not see it.
+   */
+  async removeLock(sandboxId: string): Promise<void> {
+    await this.host.files
+      .remove(sandboxId, `${PG_DATA}/postmaster.pid`, false)
+      .catch(() => undefined);
+  }
+
+  /** Stops a database's sandbox (if any) and removes its volume; safe to repeat. */
+  async discard(orgId: string, sandboxId: string | null, volumeId: string | null): Promise<void> {
+    if (sandboxId)
+      await this.lifecycle.destroy(orgId, sandboxId, 'database removed').catch(() => undefined);
+    if (volumeId) await this.removeVolume(volumeId);
+  }
+
+  /** Right after a sandbox stops its volume may still be busy: try a few times. */
+  async removeVolume(volumeId: string): Promise<void> {
+    for (let i = 0; ; i++) {
+      try {
+        await this.host.volumes.remove(volumeId);
+        return;
+      } catch (err) {
+        if (i >= 5) throw err;
+        await new Promise((r) => setTimeout(r, 200 * (i + 1)));
+      }
+    }
+  }
+}
+
+export function archivePrefix(db: Pick<DatabaseRecord, 'id'>): string {
+  return `databases/${db.id}/`;
+}
+export const walPrefix = (db: Pick<DatabaseRecord, 'id'>) => `${archivePrefix(db)}wal/`;
+export const fenceKey = (db: Pick<DatabaseRecord, 'id'>) => `${archivePrefix(db)}epoch`;

@@ -1,0 +1,72 @@
+/**
+ * Restoring a database from the archive into a new volume and sandbox: the
+ * newest base backup at or before the target, then every archived WAL file
+ * after it, replayed by Postgres up to the target (or to the end).
+ */
+import type { HostApi } from '@warren/protocol';
+import type { DatabaseQueries, DatabaseRecord } from '../store/databases';
+import { PG_STAGING } from './postgres';
+import type { DatabaseProvisioner, Sizing } from './provision';
+import { walPrefix } from './provision';
+import { planRestore } from './restore-plan';
+
+export interface RestoreTarget {
+  orgId: string;
+  dbId: string;
+  password: string;
+  archiveTimeoutSeconds: number;
+  diskMb: number;
+  size: Sizing;
+}
+
+export interface Restored {
+  sandboxId: string;
+  volumeId: string;
+  cpu: number;
+  memory_mb: number;
+}
+
+/** Checks the target against the archive first: a bad target leaves nothing made. */
+export async function restoreFromArchive(
+  host: HostApi,
+  queries: DatabaseQueries,
+  provisioner: DatabaseProvisioner,
+  source: Pick<DatabaseRecord, 'id'>,
+  targetTime: string | undefined,
+  into: RestoreTarget,
+): Promise<Restored> {
+  const plan = planRestore(
+    await queries.backups(source.id),
+    await host.archive.list(walPrefix(source)),
+    targetTime,
+    new Date(),
+  );
+  const volumeId = await provisioner.newVolume(into.diskMb);
+  let sandboxId: string | null = null;
+  try {
+    const sbx = await provisioner.sandbox(into.orgId, into.dbId, volumeId, into.size);
+    sandboxId = sbx.id;
+    const dir = `${PG_STAGING}/restore`;
+    await host.files.mkdir(sbx.id, { path: `${dir}/wal`, parents: true });
+    const backup = `${dir}/base.tar.gz`;
+    await host.archive.download(plan.backup.key, sbx.id, backup);
+    for (const w of plan.wal)
+      await host.archive.download(
+        w.key,
+        sbx.id,
+        `${dir}/wal/${w.key.slice(w.key.lastIndexOf('/') + 1)}`,
+      );
+    await sbx.pg.restore({
+      backup,
+      walDir: `${dir}/wal`,
+      ...(targetTime !== undefined && { targetTime }),
+      password: into.password,
+      archiveTimeoutSeconds: into.archiveTimeoutSeconds,
+    });
+    await host.files.remove(sbx.id, dir, true).catch(() => undefined);
+    return { sandboxId: sbx.id, volumeId, cpu: sbx.cpu, memory_mb: sbx.memory_mb };
+  } catch (err) {
+    await provisioner.discard(into.orgId, sandboxId, volumeId);
+    throw err;
+  }
+}

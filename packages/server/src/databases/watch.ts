@@ -1,0 +1,171 @@
+/**
+ * The database watch: every few seconds, for the databases of this host,
+ * - a ready database whose sandbox is no longer live (its runtime died) is
+ *   started again on the same volume, and Postgres's crash recovery brings
+ *   back every committed row; when the volume itself is gone, it is restored
+ *   from the archive onto a new volume under a new epoch;
+ * - a ready database with scale_to_zero_seconds and no client connection for
+ *   that long is hibernated (the front door wakes it on the next connection).
+ * The platform's own checks run inside the sandbox, never through the front
+ * door, so they never count as connections.
+ */
+import type { DatabaseRecord } from '../store/databases';
+import type { DatabaseLog } from './index';
+import { fenceKey } from './provision';
+import { restoreFromArchive } from './restore';
+import type { DatabaseService } from './service';
+
+export class DatabaseWatch {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  /** When each database last had a client connection open (in memory; start counts as one). */
+  private readonly lastSeen = new Map<string, number>();
+
+  constructor(
+    private readonly dbs: DatabaseService,
+    private readonly log: Pick<DatabaseLog, 'warn' | 'info'>,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      this.running ??= this.pass().finally(() => (this.running = null));
+    }, this.dbs.config.dbWatchIntervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  /** Called by the front door as client connections open and close. */
+  seen(databaseId: string): void {
+    this.lastSeen.set(databaseId, Date.now());
+  }
+
+  async pass(): Promise<void> {
+    const live = new Set(await this.dbs.host.sandboxes.live());
+    for (const db of await this.dbs.queries.onHost(this.dbs.host.id)) {
+      if (this.dbs.locks.busy(db.id)) continue;
+      try {
+        if ((db.state === 'ready' && !live.has(db.sandbox_id)) || db.state === 'recovering')
+          await this.recover(db);
+        else if (db.state === 'ready' && db.scale_to_zero_seconds > 0) await this.maybeSleep(db);
+      } catch (err) {
+        this.log.warn({ database: db.id, err: (err as Error).message }, 'database watch');
+      }
+    }
+  }
+
+  private async maybeSleep(db: DatabaseRecord): Promise<void> {
+    if (this.dbs.connections(db.id) > 0) return this.seen(db.id);
+    const since = this.lastSeen.get(db.id) ?? (this.seen(db.id), Date.now());
+    if (Date.now() - since < db.scale_to_zero_seconds * 1000) return;
+    await this.dbs.locks.run(db.id, async () => {
+      const current = await this.dbs.queries.byId(db.id);
+      if (current?.state !== 'ready' || this.dbs.connections(db.id) > 0) return;
+      // What waits in the outbox goes to the archive before the server sleeps.
+      await this.dbs.archiver.collect(current).catch(() => undefined);
+      const sbx = await this.dbs.lifecycle.get(db.org_id, db.sandbox_id);
+      if (sbx.state === 'running' || sbx.state === 'paused') {
+        const row = await this.dbs.lifecycle.row(db.org_id, db.sandbox_id);
+        await this.dbs.lifecycle.transition(row, 'hibernate', `database ${db.id} scaled to zero`);
+      }
+      await this.dbs.queries.update(db.id, { state: 'hibernated' });
+      await this.dbs.queries.event(
+        db.id,
+        'hibernated',
+        `no connection for ${db.scale_to_zero_seconds} s: scaled to zero`,
+      );
+    });
+  }
+
+  /** Starts the database again on its volume, or restores it from the archive if the volume is lost. */
+  async recover(db: DatabaseRecord): Promise<void> {
+    await this.dbs.locks.run(db.id, async () => {
+      const p = this.dbs.provisioner;
+      if (db.state !== 'recovering') {
+        await this.dbs.queries.update(db.id, { state: 'recovering' });
+        await this.dbs.queries.event(db.id, 'crashed', `sandbox ${db.sandbox_id} stopped running`);
+      }
+      await this.dbs.lifecycle
+        .destroy(db.org_id, db.sandbox_id, 'database server died')
+        .catch(() => undefined);
+      const volumeOk = await this.dbs.host.volumes.mount(db.volume_id).then(
+        () => true,
+        () => false,
+      );
+      try {
+        if (volumeOk) {
+          const sbx = await p.sandbox(db.org_id, db.id, db.volume_id, {
+            cpu: db.cpu,
+            memoryMb: db.memory_mb,
+          });
+          try {
+            await p.removeLock(sbx.id);
+            await sbx.pg.configure({ archiveTimeoutSeconds: db.archive_timeout_seconds });
+            await sbx.pg.start();
+          } catch (err) {
+            await p.discard(db.org_id, sbx.id, null);
+            throw err;
+          }
+          await this.dbs.queries.update(db.id, { sandbox_id: sbx.id, state: 'ready' });
+          await this.dbs.queries.event(
+            db.id,
+            'recovered',
+            `started again on its volume in sandbox ${sbx.id}`,
+          );
+        } else {
+          await this.restoreLost(db);
+        }
+      } catch (err) {
+        await this.dbs.queries.update(db.id, { state: 'failed' });
+        await this.dbs.queries.event(
+          db.id,
+          'failed',
+          `could not recover: ${(err as Error).message}`,
+        );
+        throw err;
+      }
+    });
+  }
+
+  /**
+   * The volume is gone: restore to the last archived WAL onto a new volume.
+   * The epoch goes up first, so the lost copy, should it come back, can no
+   * longer archive under this database's id.
+   */
+  private async restoreLost(db: DatabaseRecord): Promise<void> {
+    const epoch = db.epoch + 1;
+    await this.dbs.host.archive.put(fenceKey(db), String(epoch));
+    await this.dbs.queries.update(db.id, { epoch });
+    await this.dbs.provisioner.removeVolume(db.volume_id).catch(() => undefined);
+    const made = await restoreFromArchive(
+      this.dbs.host,
+      this.dbs.queries,
+      this.dbs.provisioner,
+      db,
+      undefined,
+      {
+        orgId: db.org_id,
+        dbId: db.id,
+        password: db.password,
+        archiveTimeoutSeconds: db.archive_timeout_seconds,
+        diskMb: db.disk_mb,
+        size: { cpu: db.cpu, memoryMb: db.memory_mb },
+      },
+    );
+    await this.dbs.queries.update(db.id, {
+      sandbox_id: made.sandboxId,
+      volume_id: made.volumeId,
+      state: 'ready',
+      last_base_backup_at: null,
+    });
+    await this.dbs.queries.event(
+      db.id,
+      'restored',
+      `volume lost: restored from the archive (to ${db.last_archived_wal ?? 'the base backup'}) onto a new volume, epoch ${epoch}`,
+    );
+  }
+}
