@@ -19,6 +19,8 @@ import { register as up } from './commands/platform/up';
 import { register as volumeCreate } from './commands/volume/create';
 import { register as volumeLs } from './commands/volume/ls';
 import { register as volumeRm } from './commands/volume/rm';
+import { register as dbManage } from './commands/db/manage';
+import { register as dbPsql } from './commands/db/psql';
 import { formatError, type Io } from './io';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -56,6 +58,9 @@ export function createProgram(io: Io): Command {
   volumeCreate(volume, io);
   volumeLs(volume, io);
   volumeRm(volume, io);
+  const db = program.command('db').alias('database').description('manage PostgreSQL databases');
+  dbManage(db, io);
+  dbPsql(db, io);
 
   up(program, io);
   return program;

@@ -29,6 +29,8 @@ export {
 } from './templates';
 export type { BuildOptions } from './templates';
 export { Volumes } from './volumes';
+export { Database } from './databases';
+export type { DatabaseEvent } from './databases';
 export { getHealth } from './health';
 export { HttpClient } from './client';
 export type { RequestOptions } from './client';
@@ -64,4 +66,9 @@ export type {
   EgressEvent,
   Volume,
   VolumeAttachment,
+  Database as DatabaseInfo,
+  DatabaseState,
+  CreateDatabaseRequest,
+  RestoreDatabaseRequest,
+  BranchDatabaseRequest,
 } from '@warren/protocol';
