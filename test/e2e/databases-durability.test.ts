@@ -1,0 +1,217 @@
+/**
+ * Database durability on real gVisor: a killed server comes back with every
+ * committed row, a lost volume is restored from the archive under a new
+ * epoch, an idle database scales to zero and a connection wakes it, and the
+ * archive works in an S3-compatible bucket (s3rver).
+ */
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { Readable } from 'node:stream';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Database } from '@warren/protocol';
+import { startTestPlatform, unmountBelow, type TestPlatform } from '../fixture';
+import { archiveNow, createDatabase, dropDatabase, waitForState, withClient } from '../databases';
+import { startS3, type TestS3 } from '../s3';
+import { waitFor } from '../wait';
+
+describe('database durability (real gVisor)', () => {
+  let p: TestPlatform;
+  const made: string[] = [];
+
+  before(async () => {
+    p = await startTestPlatform({ dbPort: 0, dbWatchIntervalMs: 300, dbArchivePollMs: 200 });
+  });
+
+  after(async () => {
+    try {
+      for (const id of made) await dropDatabase(p, id);
+    } finally {
+      await p?.stop();
+    }
+  });
+
+  const events = async (id: string) =>
+    (
+      await p.json<{ items: Array<{ kind: string; message: string }> }>(
+        `/v1/databases/${id}/events`,
+      )
+    ).items;
+
+  it('restarts a killed server on its volume with every committed row, with a writer running', async () => {
+    const db = await createDatabase(p, { label: 'crash' });
+    made.push(db.id);
+    await withClient(p, db.connection_url, (c) => c.query('CREATE TABLE w (n int primary key)'));
+    const committed: number[] = [];
+    let stop = false;
+    const writer = (async () => {
+      for (let n = 1; !stop; n++) {
+        try {
+          await withClient(p, db.connection_url, (c) => c.query('INSERT INTO w VALUES ($1)', [n]));
+          committed.push(n);
+        } catch {
+          // the server is down: this row was not committed
+        }
+      }
+    })();
+    await waitFor(() => committed.length >= 5, {
+      what: 'rows before the crash',
+      timeoutMs: 30_000,
+    });
+    await p.host.driver.kill(db.sandbox_id);
+    const back = await waitFor(
+      async () => {
+        const v = await p.json<Database>(`/v1/databases/${db.id}`);
+        return v.state === 'ready' && v.sandbox_id !== db.sandbox_id ? v : null;
+      },
+      { what: 'the database back on a new sandbox', timeoutMs: 90_000, intervalMs: 200 },
+    );
+    const before = committed.length;
+    await waitFor(() => committed.length > before + 2, {
+      what: 'writes after recovery',
+      timeoutMs: 30_000,
+    });
+    stop = true;
+    await writer;
+    const rows = await withClient(p, back.connection_url, (c) => c.query('SELECT n FROM w'));
+    const present = new Set(rows.rows.map((r) => r.n as number));
+    assert.deepEqual(
+      committed.filter((n) => !present.has(n)),
+      [],
+      'every committed row survived',
+    );
+    const kinds = (await events(db.id)).map((e) => e.kind);
+    assert.ok(kinds.includes('crashed') && kinds.includes('recovered'), kinds.join(','));
+  });
+
+  it('restores a database whose volume is lost from the archive, under a new epoch', async () => {
+    const db = await createDatabase(p, { label: 'lost-volume' });
+    made.push(db.id);
+    await waitFor(
+      async () => (await p.json<Database>(`/v1/databases/${db.id}`)).archive.last_base_backup_at,
+      {
+        what: 'first base backup',
+        timeoutMs: 60_000,
+        intervalMs: 200,
+      },
+    );
+    await withClient(p, db.connection_url, async (c) => {
+      await c.query('CREATE TABLE kept (n int)');
+      await c.query('INSERT INTO kept SELECT generate_series(1, 1000)');
+    });
+    await archiveNow(p, db);
+    const rec = (await p.context.databases.service.queries.byId(db.id))!;
+    // The disk is lost: the server dies and its volume with it.
+    await p.host.driver.kill(db.sandbox_id);
+    const volumeDir = join(p.home, 'volumes', rec.volume_id);
+    unmountBelow(volumeDir);
+    rmSync(volumeDir, { recursive: true, force: true });
+    const back = await waitFor(
+      async () => {
+        const v = await p.json<Database>(`/v1/databases/${db.id}`);
+        return v.state === 'ready' && v.archive.epoch === 2 ? v : null;
+      },
+      { what: 'the database restored under epoch 2', timeoutMs: 120_000, intervalMs: 300 },
+    );
+    const n = await withClient(p, back.connection_url, (c) =>
+      c.query('SELECT count(*)::int AS n FROM kept'),
+    );
+    assert.equal(n.rows[0].n, 1000);
+    assert.ok((await events(db.id)).some((e) => e.kind === 'restored'));
+    // An old copy that came back could not archive under this id any more.
+    const sbx = back.sandbox_id;
+    await p.host.files.write(sbx, '/var/lib/warren-pg/archive-outbox/stale', Readable.from(['x']));
+    await assert.rejects(
+      p.host.archive.collect(sbx, '/var/lib/warren-pg/archive-outbox', `databases/${db.id}/wal/`, {
+        key: `databases/${db.id}/epoch`,
+        value: '1',
+      }),
+      /DATABASE_FENCED|epoch/,
+    );
+    await p.host.files.remove(sbx, '/var/lib/warren-pg/archive-outbox/stale', false);
+  });
+
+  it('scales an idle database to zero and wakes it on connect, data intact', async () => {
+    const db = await createDatabase(p, { label: 'sleepy', scale_to_zero_seconds: 2 });
+    made.push(db.id);
+    await withClient(p, db.connection_url, async (c) => {
+      await c.query('CREATE TABLE s (v text)');
+      await c.query(`INSERT INTO s VALUES ('before sleep')`);
+    });
+    // An open connection, even idle in a transaction, keeps it awake.
+    await withClient(p, db.connection_url, async (c) => {
+      await c.query('BEGIN');
+      await new Promise((r) => setTimeout(r, 3000));
+      assert.equal((await p.json<Database>(`/v1/databases/${db.id}`)).state, 'ready');
+      await c.query('COMMIT');
+    });
+    await waitForState(p, db.id, 'hibernated', 30_000);
+    const started = Date.now();
+    const rows = await withClient(p, db.connection_url, (c) => c.query('SELECT v FROM s'));
+    assert.deepEqual(rows.rows, [{ v: 'before sleep' }]);
+    assert.ok(Date.now() - started < 30_000);
+    assert.equal((await p.json<Database>(`/v1/databases/${db.id}`)).state, 'ready');
+    const kinds = (await events(db.id)).map((e) => e.kind);
+    assert.ok(kinds.includes('hibernated') && kinds.includes('woken'), kinds.join(','));
+  });
+});
+
+describe('database archive in an S3-compatible bucket (s3rver)', () => {
+  let s3: TestS3;
+  let p: TestPlatform;
+
+  before(async () => {
+    s3 = await startS3('warren-archive');
+    p = await startTestPlatform({ dbPort: 0, snapshotStore: { kind: 's3', ...s3.config } });
+  });
+
+  after(async () => {
+    try {
+      await p?.stop();
+    } finally {
+      await s3?.stop();
+    }
+  });
+
+  it('ships WAL and base backups to the bucket, and restores from it', async () => {
+    const db = await createDatabase(p, { label: 's3' });
+    try {
+      await waitFor(
+        async () => (await p.json<Database>(`/v1/databases/${db.id}`)).archive.last_base_backup_at,
+        {
+          what: 'first base backup',
+          timeoutMs: 60_000,
+          intervalMs: 200,
+        },
+      );
+      await withClient(p, db.connection_url, (c) => c.query('CREATE TABLE t AS SELECT 7 AS n'));
+      const file = await archiveNow(p, db);
+      const keys = (await p.host.archive.list(`databases/${db.id}/`)).map((o) => o.key);
+      assert.ok(
+        keys.some((k) => k.endsWith(`/wal/${file}`)),
+        keys.join('\n'),
+      );
+      assert.ok(
+        keys.some((k) => k.includes('/base/')),
+        keys.join('\n'),
+      );
+      const copy = await p.json<Database>(`/v1/databases/${db.id}/restore`, {
+        method: 'POST',
+        json: {},
+      });
+      try {
+        const r = await withClient(p, copy.connection_url, (c) => c.query('SELECT n FROM t'));
+        assert.deepEqual(r.rows, [{ n: 7 }]);
+      } finally {
+        await dropDatabase(p, copy.id);
+      }
+    } finally {
+      await dropDatabase(p, db.id);
+    }
+    assert.deepEqual(
+      await p.host.archive.list(`databases/${db.id}/`),
+      [],
+      'the archive went with it',
+    );
+  });
+});

@@ -1,0 +1,276 @@
+/**
+ * Managed PostgreSQL end to end, on real gVisor: real psql and node-postgres
+ * through the TLS front door, real PgBouncer, a real archive. One platform
+ * and one database are shared by the checks that only read or add rows.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Database } from '@warren/protocol';
+import { runCli, startTestPlatform, type TestPlatform } from '../fixture';
+import {
+  archiveNow,
+  connectError,
+  createDatabase,
+  dropDatabase,
+  psql,
+  withClient,
+} from '../databases';
+import { waitFor, waitUntil } from '../wait';
+
+describe('managed PostgreSQL (real gVisor, real psql and node-postgres)', () => {
+  let p: TestPlatform;
+  let db: Database;
+  const made: string[] = [];
+
+  before(async () => {
+    p = await startTestPlatform({ dbPort: 0 });
+    db = await createDatabase(p, { label: 'my-app-db' });
+    made.push(db.id);
+  });
+
+  after(async () => {
+    try {
+      for (const id of made) await dropDatabase(p, id);
+      const left = await p.json<{ items: Database[] }>('/v1/databases');
+      assert.deepEqual(left.items, [], 'no database left');
+      assert.deepEqual(readdirSync(join(p.home, 'volumes')), [], 'no volume left');
+    } finally {
+      await p?.stop();
+    }
+  });
+
+  it('creates a ready database whose URL works with psql over TLS (require and verify-full)', async () => {
+    assert.equal(db.state, 'ready');
+    assert.equal(db.version, '17');
+    assert.match(db.id, /^db_/);
+    assert.match(
+      db.connection_url,
+      /^postgresql:\/\/app\.db_[0-9a-z]+:[0-9a-z]{32}@localhost:\d+\/app$/,
+    );
+    assert.match(db.pooled_url, /-pooler:/);
+    const r = await psql(
+      `${db.connection_url}?sslmode=require`,
+      'SELECT current_user, ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()',
+    );
+    // The front door terminates TLS; the hop into the sandbox is host-local.
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.split('|')[0], 'app');
+    const full = await psql(
+      `${db.connection_url}?sslmode=verify-full&sslrootcert=${p.dbCaFile}`,
+      'SELECT version()',
+    );
+    assert.equal(full.code, 0, full.stderr);
+    assert.match(full.stdout, /PostgreSQL 17/);
+    // The CA is served by the API without a token, and it is the one that verifies.
+    const ca = await p.api('/v1/databases/ca.pem', { token: null });
+    assert.equal(ca.status, 200);
+    assert.match(await ca.text(), /BEGIN CERTIFICATE/);
+  });
+
+  it('refuses plain connections, wrong passwords and unknown databases with Postgres errors', async () => {
+    const plain = await psql(`${db.connection_url}?sslmode=disable`, 'SELECT 1');
+    assert.notEqual(plain.code, 0);
+    assert.match(plain.stderr, /TLS/);
+    const wrong = db.connection_url.replace(`:${db.password}@`, ':not-the-password@');
+    assert.equal(await connectError(p, wrong), '28P01');
+    const unknown = db.connection_url.replace(db.id, 'db_doesnotexist0000');
+    assert.equal(await connectError(p, unknown), '3D000');
+    // verify-full against another CA fails.
+    const bad = await psql(
+      `${db.connection_url}?sslmode=verify-full&sslrootcert=/etc/ssl/certs/ca-certificates.crt`,
+      'SELECT 1',
+    );
+    assert.notEqual(bad.code, 0);
+  });
+
+  it('runs queries with node-postgres, SCRAM, pgvector', async () => {
+    await withClient(p, db.connection_url, async (c) => {
+      assert.equal(
+        (await c.query('SHOW password_encryption')).rows[0].password_encryption,
+        'scram-sha-256',
+      );
+      await c.query('CREATE EXTENSION IF NOT EXISTS vector');
+      await c.query('CREATE TABLE items (id int primary key, embedding vector(3))');
+      await c.query(`INSERT INTO items VALUES (1, '[1,2,3]'), (2, '[4,5,6]'), (3, '[1,1,1]')`);
+      const near = await c.query(`SELECT id FROM items ORDER BY embedding <-> '[1,1,2]' LIMIT 1`);
+      assert.equal(near.rows[0].id, 3);
+    });
+  });
+
+  it('serves the pooled URL through PgBouncer with prepared statements across transactions', async () => {
+    await withClient(p, db.pooled_url, async (c) => {
+      await c.query('CREATE TABLE IF NOT EXISTS pooled (n int)');
+      for (let i = 0; i < 5; i++) {
+        await c.query('BEGIN');
+        await c.query({ name: 'ins', text: 'INSERT INTO pooled VALUES ($1)', values: [i] });
+        await c.query('COMMIT');
+      }
+      const r = await c.query({
+        name: 'count',
+        text: 'SELECT count(*)::int AS n FROM pooled WHERE n >= $1',
+        values: [0],
+      });
+      assert.equal(r.rows[0].n, 5);
+    });
+    // Many clients at once share the pool.
+    const clients = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        withClient(p, db.pooled_url, async (c) => (await c.query('SELECT 1 AS one')).rows[0].one),
+      ),
+    );
+    assert.equal(clients.length, 50);
+    assert.ok(clients.every((v) => v === 1));
+  });
+
+  it('rotates the password: the old one fails on both URLs at once', async () => {
+    const rotated = await p.json<Database>(`/v1/databases/${db.id}/password`, { method: 'POST' });
+    const old = db;
+    db = rotated;
+    assert.notEqual(rotated.password, old.password);
+    assert.equal(await connectError(p, old.connection_url), '28P01');
+    // PgBouncer reports its own authentication failures with SQLSTATE 08P01.
+    assert.match(String(await connectError(p, old.pooled_url)), /^(28P01|08P01)$/);
+    for (const url of [rotated.connection_url, rotated.pooled_url])
+      assert.equal(await connectError(p, url), undefined);
+  });
+
+  it('archives WAL continuously and restores to a point in time between two inserts', async () => {
+    // The first base backup is taken right after create.
+    await waitFor(
+      async () => (await p.json<Database>(`/v1/databases/${db.id}`)).archive.last_base_backup_at,
+      {
+        what: 'first base backup',
+        timeoutMs: 60_000,
+        intervalMs: 200,
+      },
+    );
+    await withClient(p, db.connection_url, async (c) => {
+      await c.query('CREATE TABLE events (name text)');
+      await c.query(`INSERT INTO events VALUES ('first')`);
+    });
+    const between = new Date().toISOString();
+    await waitUntil(Date.parse(between) + 50, 'a moment after the first insert');
+    await withClient(p, db.connection_url, (c) => c.query(`INSERT INTO events VALUES ('second')`));
+    const file = await archiveNow(p, db);
+    const view = await p.json<Database>(`/v1/databases/${db.id}`);
+    assert.ok(view.archive.last_archived_wal! >= file);
+    assert.ok(view.archive.last_archived_at);
+
+    const pit = await p.json<Database>(`/v1/databases/${db.id}/restore`, {
+      method: 'POST',
+      json: { target_time: between, label: 'pit' },
+    });
+    made.push(pit.id);
+    assert.equal(pit.state, 'ready');
+    assert.equal(pit.parent_id, db.id);
+    assert.equal(pit.restored_to, between);
+    const rows = await withClient(p, pit.connection_url, (c) =>
+      c.query('SELECT name FROM events ORDER BY name'),
+    );
+    assert.deepEqual(
+      rows.rows.map((r) => r.name),
+      ['first'],
+    );
+    // Without a target: everything archived.
+    const latest = await p.json<Database>(`/v1/databases/${db.id}/restore`, {
+      method: 'POST',
+      json: {},
+    });
+    made.push(latest.id);
+    const all = await withClient(p, latest.connection_url, (c) =>
+      c.query('SELECT name FROM events ORDER BY name'),
+    );
+    assert.deepEqual(
+      all.rows.map((r) => r.name),
+      ['first', 'second'],
+    );
+  });
+
+  it('branches a running database: writes in one never show in the other', async () => {
+    const branch = await p.json<Database>(`/v1/databases/${db.id}/branches`, {
+      method: 'POST',
+      json: { label: 'feature' },
+    });
+    made.push(branch.id);
+    assert.equal(branch.parent_id, db.id);
+    assert.notEqual(branch.password, db.password);
+    await withClient(p, branch.connection_url, async (c) => {
+      assert.equal((await c.query('SELECT count(*)::int AS n FROM items')).rows[0].n, 3);
+      await c.query('INSERT INTO items VALUES (10, NULL)');
+    });
+    await withClient(p, db.connection_url, async (c) => {
+      assert.equal((await c.query('SELECT count(*)::int AS n FROM items')).rows[0].n, 3);
+      await c.query('INSERT INTO items VALUES (20, NULL)');
+    });
+    await withClient(p, branch.connection_url, async (c) => {
+      const ids = (await c.query('SELECT id FROM items ORDER BY id')).rows.map((r) => r.id);
+      assert.deepEqual(ids, [1, 2, 3, 10]);
+    });
+    // The parent's password does not open the branch.
+    const cross = branch.connection_url.replace(`:${branch.password}@`, `:${db.password}@`);
+    assert.equal(await connectError(p, cross), '28P01');
+  });
+
+  it('answers bad input with typed errors and leaves nothing behind', async () => {
+    const before = (await p.json<{ items: Database[] }>('/v1/databases')).items.length;
+    const volumesBefore = readdirSync(join(p.home, 'volumes')).length;
+    const bad = async (path: string, json: unknown, status: number, code: string) => {
+      const res = await p.api(path, { method: 'POST', json });
+      const body = (await res.json()) as { error: { code: string } };
+      assert.equal(res.status, status, `${path} ${JSON.stringify(json)}: ${JSON.stringify(body)}`);
+      assert.equal(body.error.code, code);
+    };
+    await bad('/v1/databases', { label: 'x', colour: 'red' }, 400, 'INVALID_REQUEST');
+    await bad('/v1/databases', {}, 400, 'INVALID_REQUEST');
+    await bad('/v1/databases', { label: 'x', memory_mb: 100_000 }, 400, 'RESOURCES_OUT_OF_RANGE');
+    await bad('/v1/databases', { label: 'x', cpu: 16 }, 400, 'RESOURCES_OUT_OF_RANGE');
+    await bad('/v1/databases', { label: 'x', disk_mb: 10_000_000 }, 400, 'RESOURCES_OUT_OF_RANGE');
+    const future = new Date(Date.now() + 3600_000).toISOString();
+    await bad(
+      `/v1/databases/${db.id}/restore`,
+      { target_time: future },
+      400,
+      'INVALID_RESTORE_TARGET',
+    );
+    await bad(
+      `/v1/databases/${db.id}/restore`,
+      { target_time: '2000-01-01T00:00:00Z' },
+      400,
+      'INVALID_RESTORE_TARGET',
+    );
+    await bad(
+      `/v1/databases/${db.id}/restore`,
+      { target_time: 'yesterday' },
+      400,
+      'INVALID_REQUEST',
+    );
+    await bad('/v1/databases/db_doesnotexist0000/branches', {}, 404, 'DATABASE_NOT_FOUND');
+    const gone = await createDatabase(p, { label: 'short-lived' });
+    await dropDatabase(p, gone.id);
+    await bad(`/v1/databases/${gone.id}/branches`, {}, 404, 'DATABASE_NOT_FOUND');
+    assert.equal(await connectError(p, gone.connection_url), '3D000');
+    assert.equal((await p.json<{ items: Database[] }>('/v1/databases')).items.length, before);
+    assert.equal(readdirSync(join(p.home, 'volumes')).length, volumesBefore);
+  });
+
+  it('is driven by the SDK and the CLI (warren db create, ls, psql, rm)', async () => {
+    const created = await runCli(p, ['db', 'create', 'cli-db', '--json']);
+    assert.equal(created.code, 0, created.stderr);
+    const info = JSON.parse(created.stdout) as Database;
+    made.push(info.id);
+    const ls = await runCli(p, ['db', 'ls']);
+    assert.match(ls.stdout, new RegExp(info.id));
+    const q = await runCli(p, ['db', 'psql', info.id, '-c', 'SELECT 40 + 2']);
+    assert.equal(q.code, 0, q.stderr);
+    assert.match(q.stdout, /42/);
+    const { Database: Db } = await import('@warren/sdk');
+    const conn = { apiUrl: p.url, apiKey: p.adminToken };
+    assert.equal((await Db.get(info.id, conn)).label, 'cli-db');
+    assert.ok((await Db.events(info.id, conn)).some((e) => e.kind === 'ready'));
+    const rm = await runCli(p, ['db', 'rm', info.id]);
+    assert.equal(rm.code, 0, rm.stderr);
+    made.pop();
+  });
+});
