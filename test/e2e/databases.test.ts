@@ -9,15 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Database } from '@warren/protocol';
 import { runCli, startTestPlatform, type TestPlatform } from '../fixture';
-import {
-  archiveNow,
-  connectError,
-  createDatabase,
-  dropDatabase,
-  psql,
-  withClient,
-} from '../databases';
-import { waitFor, waitUntil } from '../wait';
+import { connectError, createDatabase, dropDatabase, psql, withClient } from '../databases';
 
 describe('managed PostgreSQL (real gVisor, real psql and node-postgres)', () => {
   let p: TestPlatform;
@@ -134,125 +126,6 @@ describe('managed PostgreSQL (real gVisor, real psql and node-postgres)', () => 
     assert.match(String(await connectError(p, old.pooled_url)), /^(28P01|08P01)$/);
     for (const url of [rotated.connection_url, rotated.pooled_url])
       assert.equal(await connectError(p, url), undefined);
-  });
-
-  it('archives WAL continuously and restores to a point in time between two inserts', async () => {
-    // The first base backup is taken right after create.
-    await waitFor(
-      async () => (await p.json<Database>(`/v1/databases/${db.id}`)).archive.last_base_backup_at,
-      {
-        what: 'first base backup',
-        timeoutMs: 60_000,
-        intervalMs: 200,
-      },
-    );
-    await withClient(p, db.connection_url, async (c) => {
-      await c.query('CREATE TABLE events (name text)');
-      await c.query(`INSERT INTO events VALUES ('first')`);
-    });
-    const between = new Date().toISOString();
-    await waitUntil(Date.parse(between) + 50, 'a moment after the first insert');
-    await withClient(p, db.connection_url, (c) => c.query(`INSERT INTO events VALUES ('second')`));
-    const file = await archiveNow(p, db);
-    const view = await p.json<Database>(`/v1/databases/${db.id}`);
-    assert.ok(view.archive.last_archived_wal! >= file);
-    assert.ok(view.archive.last_archived_at);
-
-    const pit = await p.json<Database>(`/v1/databases/${db.id}/restore`, {
-      method: 'POST',
-      json: { target_time: between, label: 'pit' },
-    });
-    made.push(pit.id);
-    assert.equal(pit.state, 'ready');
-    assert.equal(pit.parent_id, db.id);
-    assert.equal(pit.restored_to, between);
-    const rows = await withClient(p, pit.connection_url, (c) =>
-      c.query('SELECT name FROM events ORDER BY name'),
-    );
-    assert.deepEqual(
-      rows.rows.map((r) => r.name),
-      ['first'],
-    );
-    // Without a target: everything archived.
-    const latest = await p.json<Database>(`/v1/databases/${db.id}/restore`, {
-      method: 'POST',
-      json: {},
-    });
-    made.push(latest.id);
-    const all = await withClient(p, latest.connection_url, (c) =>
-      c.query('SELECT name FROM events ORDER BY name'),
-    );
-    assert.deepEqual(
-      all.rows.map((r) => r.name),
-      ['first', 'second'],
-    );
-  });
-
-  it('branches a running database: writes in one never show in the other', async () => {
-    const branch = await p.json<Database>(`/v1/databases/${db.id}/branches`, {
-      method: 'POST',
-      json: { label: 'feature' },
-    });
-    made.push(branch.id);
-    assert.equal(branch.parent_id, db.id);
-    assert.notEqual(branch.password, db.password);
-    await withClient(p, branch.connection_url, async (c) => {
-      assert.equal((await c.query('SELECT count(*)::int AS n FROM items')).rows[0].n, 3);
-      await c.query('INSERT INTO items VALUES (10, NULL)');
-    });
-    await withClient(p, db.connection_url, async (c) => {
-      assert.equal((await c.query('SELECT count(*)::int AS n FROM items')).rows[0].n, 3);
-      await c.query('INSERT INTO items VALUES (20, NULL)');
-    });
-    await withClient(p, branch.connection_url, async (c) => {
-      const ids = (await c.query('SELECT id FROM items ORDER BY id')).rows.map((r) => r.id);
-      assert.deepEqual(ids, [1, 2, 3, 10]);
-    });
-    // The parent's password does not open the branch.
-    const cross = branch.connection_url.replace(`:${branch.password}@`, `:${db.password}@`);
-    assert.equal(await connectError(p, cross), '28P01');
-  });
-
-  it('answers bad input with typed errors and leaves nothing behind', async () => {
-    const before = (await p.json<{ items: Database[] }>('/v1/databases')).items.length;
-    const volumesBefore = readdirSync(join(p.home, 'volumes')).length;
-    const bad = async (path: string, json: unknown, status: number, code: string) => {
-      const res = await p.api(path, { method: 'POST', json });
-      const body = (await res.json()) as { error: { code: string } };
-      assert.equal(res.status, status, `${path} ${JSON.stringify(json)}: ${JSON.stringify(body)}`);
-      assert.equal(body.error.code, code);
-    };
-    await bad('/v1/databases', { label: 'x', colour: 'red' }, 400, 'INVALID_REQUEST');
-    await bad('/v1/databases', {}, 400, 'INVALID_REQUEST');
-    await bad('/v1/databases', { label: 'x', memory_mb: 100_000 }, 400, 'RESOURCES_OUT_OF_RANGE');
-    await bad('/v1/databases', { label: 'x', cpu: 16 }, 400, 'RESOURCES_OUT_OF_RANGE');
-    await bad('/v1/databases', { label: 'x', disk_mb: 10_000_000 }, 400, 'RESOURCES_OUT_OF_RANGE');
-    const future = new Date(Date.now() + 3600_000).toISOString();
-    await bad(
-      `/v1/databases/${db.id}/restore`,
-      { target_time: future },
-      400,
-      'INVALID_RESTORE_TARGET',
-    );
-    await bad(
-      `/v1/databases/${db.id}/restore`,
-      { target_time: '2000-01-01T00:00:00Z' },
-      400,
-      'INVALID_RESTORE_TARGET',
-    );
-    await bad(
-      `/v1/databases/${db.id}/restore`,
-      { target_time: 'yesterday' },
-      400,
-      'INVALID_REQUEST',
-    );
-    await bad('/v1/databases/db_doesnotexist0000/branches', {}, 404, 'DATABASE_NOT_FOUND');
-    const gone = await createDatabase(p, { label: 'short-lived' });
-    await dropDatabase(p, gone.id);
-    await bad(`/v1/databases/${gone.id}/branches`, {}, 404, 'DATABASE_NOT_FOUND');
-    assert.equal(await connectError(p, gone.connection_url), '3D000');
-    assert.equal((await p.json<{ items: Database[] }>('/v1/databases')).items.length, before);
-    assert.equal(readdirSync(join(p.home, 'volumes')).length, volumesBefore);
   });
 
   it('is driven by the SDK and the CLI (warren db create, ls, psql, rm)', async () => {

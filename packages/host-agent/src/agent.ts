@@ -32,7 +32,7 @@ import { reconcile } from './sandboxes/reconcile';
 import { SandboxRegistry } from './sandboxes/registry';
 import { createObjectStore, hostArchiveApi } from './archive';
 import { createSnapshotStore, type SnapshotStore } from './snapshots';
-import { HostVolumes } from './storage/host-volumes';
+import { HostVolumes, templateSeed } from './storage/host-volumes';
 import { bake } from './templates/bake';
 import { TemplateCatalog, type TemplateRecord } from './templates/catalog';
 import { ensureGuestBundle, type GuestBundle } from './templates/guest-bundle';
@@ -155,7 +155,11 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       destroySandbox: (id) => destroySandbox(ctx, id),
     }),
     volumes: {
-      create: (id, sizeMb, o) => ctx.volumes.create(id, sizeMb, o),
+      create: async (id, sizeMb, o = {}) =>
+        ctx.volumes.create(id, sizeMb, {
+          journal: o.journal,
+          seed: o.seed && (await templateSeed(ctx.catalog, o.seed)),
+        }),
       clone: (from, to) => ctx.volumes.clone(from, to),
       remove: (id) => ctx.volumes.remove(id),
       usedBytes: (id) => ctx.volumes.usedBytes(id),

@@ -49,8 +49,15 @@ export function hostArchiveApi(store: ObjectStore, files: HostFileApi): HostArch
       }
       const moved = [];
       for (const name of ready) {
-        moved.push(await upload(sandboxId, posix.join(dir, name), `${prefix}${name}`));
-        await files.remove(sandboxId, posix.join(dir, name), false);
+        try {
+          moved.push(await upload(sandboxId, posix.join(dir, name), `${prefix}${name}`));
+          await files.remove(sandboxId, posix.join(dir, name), false);
+        } catch (err) {
+          // Moved meanwhile by another collector: nothing to do.
+          const e = err as { code?: string; message?: string };
+          if (e.code === 'FILE_NOT_FOUND' || /ENOENT/.test(e.message ?? '')) continue;
+          throw err;
+        }
       }
       return moved;
     },

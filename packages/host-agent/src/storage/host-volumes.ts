@@ -8,10 +8,11 @@
  * Mounts outlive a restart of Warren, like sandboxes do; at start every
  * volume that is not mounted (after a reboot) is mounted again.
  */
-import { mkdir, rm, statfs } from 'node:fs/promises';
-import { join } from 'node:path';
+import { lstat, mkdir, realpath, rm, statfs } from 'node:fs/promises';
+import { join, posix } from 'node:path';
+import type { TemplateCatalog } from '../templates/catalog';
 import { WarrenError } from '@warren/protocol';
-import { copyFrozen, isMounted, makeExt4Image, mountImage, unmountTree } from './mounts';
+import { copyFrozen, copyTree, isMounted, makeExt4Image, mountImage, unmountTree } from './mounts';
 
 export class HostVolumes {
   constructor(readonly root: string) {}
@@ -29,7 +30,11 @@ export class HostVolumes {
    * Makes and mounts a new volume; on failure nothing of it is left. The image
    * is sparse: a size the host's disk could not hold today is refused.
    */
-  async create(id: string, sizeMb: number, o: { journal?: boolean } = {}): Promise<void> {
+  async create(
+    id: string,
+    sizeMb: number,
+    o: { journal?: boolean; seed?: { dir: string; to: string } } = {},
+  ): Promise<void> {
     await mkdir(this.root, { recursive: true, mode: 0o700 });
     const fs = await statfs(this.root).catch(() => null);
     const freeMb = fs ? Math.floor((fs.bavail * fs.bsize) / 1024 / 1024) : Infinity;
@@ -45,6 +50,7 @@ export class HostVolumes {
       await makeExt4Image(join(dir, 'volume.img'), sizeMb, o);
       await mountImage(join(dir, 'volume.img'), join(dir, 'mnt'));
       await mkdir(this.data(id), { mode: 0o755 });
+      if (o.seed) await copyTree(o.seed.dir, join(this.data(id), o.seed.to));
     } catch (err) {
       await this.remove(id);
       throw err;
@@ -93,4 +99,26 @@ export class HostVolumes {
   async unmountAll(): Promise<void> {
     await unmountTree(this.root);
   }
+}
+
+/**
+ * Where a volume seed comes from: a directory of a ready template's root. The
+ * path must be absolute and plain (no `..`), and it must be a directory in
+ * the root, not a link out of it; `to` is one plain name.
+ */
+export async function templateSeed(
+  catalog: TemplateCatalog,
+  seed: { template: string; from: string; to: string },
+): Promise<{ dir: string; to: string }> {
+  const bad = (why: string) => new WarrenError('INVALID_REQUEST', `volume seed: ${why}`);
+  if (!seed.from.startsWith('/') || posix.normalize(seed.from) !== seed.from)
+    throw bad(`${seed.from} is not an absolute, normal path`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(seed.to)) throw bad(`${seed.to} is not a plain name`);
+  const t = await catalog.get(seed.template);
+  const dir = join(t.rootfs, seed.from);
+  const info = await lstat(dir).catch(() => null);
+  if (!info?.isDirectory()) throw bad(`${seed.from} is not a directory of template ${t.name}`);
+  if (!(await realpath(dir)).startsWith(`${await realpath(t.rootfs)}/`))
+    throw bad(`${seed.from} leads out of template ${t.name}'s root`);
+  return { dir, to: seed.to };
 }

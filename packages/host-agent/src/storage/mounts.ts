@@ -40,6 +40,11 @@ export async function makeExt4Image(
   await tool('mkfs.ext4', ['-q', '-F', '-m', '0', ...features, '-E', 'nodiscard', image]);
 }
 
+/** Copies a directory tree, owners, modes and times kept (`cp -a`). */
+export async function copyTree(from: string, to: string): Promise<void> {
+  await tool('cp', ['-a', '--', from, to]);
+}
+
 /**
  * Copies a mounted image as of one instant: the file system is frozen
  * (fsfreeze flushes it and makes writers wait), its blocks copied sparsely,

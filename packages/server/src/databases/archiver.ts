@@ -10,6 +10,7 @@ import type { HostApi } from '@warren/protocol';
 import type { Config } from '../config';
 import type { DatabaseLog } from './index';
 import type { DatabaseQueries, DatabaseRecord } from '../store/databases';
+import { KeyedLock } from './locks';
 import { PG_OUTBOX } from './postgres';
 import { archivePrefix, fenceKey, walPrefix, type DatabaseProvisioner } from './provision';
 
@@ -17,6 +18,7 @@ export class DatabaseArchiver {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private readonly backingUp = new Set<string>();
+  private readonly collecting = new KeyedLock();
 
   constructor(
     private readonly host: HostApi,
@@ -56,7 +58,12 @@ export class DatabaseArchiver {
   }
 
   /** Moves what waits in the outbox into the archive now; returns the last file moved. */
-  async collect(db: DatabaseRecord): Promise<string | null> {
+  collect(db: DatabaseRecord): Promise<string | null> {
+    // One collector per database at a time: the background pass and a restore's flush.
+    return this.collecting.run(db.id, () => this.collectNow(db));
+  }
+
+  private async collectNow(db: DatabaseRecord): Promise<string | null> {
     const moved = await this.host.archive.collect(db.sandbox_id, PG_OUTBOX, walPrefix(db), {
       key: fenceKey(db),
       value: String(db.epoch),

@@ -9,6 +9,7 @@ import type { SandboxCreator } from '../sandboxes/create';
 import type { SandboxLifecycle } from '../sandboxes/lifecycle';
 import type { DatabaseRecord } from '../store/databases';
 import { DB_TEMPLATE, GuestPostgres, PG_DATA, PG_MOUNT, PG_OUTBOX, PG_STAGING } from './postgres';
+import { SEED_DIR } from './postgres/layout';
 
 export interface Sizing {
   cpu?: number;
@@ -22,10 +23,18 @@ export class DatabaseProvisioner {
     private readonly lifecycle: SandboxLifecycle,
   ) {}
 
-  /** A new empty data volume (journaled: it holds a database). */
-  async newVolume(sizeMb: number): Promise<string> {
+  /**
+   * A new data volume (journaled: it holds a database). With `seeded`, the
+   * host copies the template's seed cluster onto it (as `data.seed`, which
+   * init takes as the new data directory): far faster than a copy made in
+   * the sandbox.
+   */
+  async newVolume(sizeMb: number, o: { seeded?: boolean } = {}): Promise<string> {
     const id = newId('volume');
-    await this.host.volumes.create(id, sizeMb, { journal: true });
+    await this.host.volumes.create(id, sizeMb, {
+      journal: true,
+      ...(o.seeded && { seed: { template: DB_TEMPLATE, from: SEED_DIR, to: 'data.seed' } }),
+    });
     return id;
   }
 

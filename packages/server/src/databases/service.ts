@@ -123,7 +123,7 @@ export class DatabaseService {
       metadata: req.metadata ?? {},
     });
     return this.build(rec, 'created empty', async () => {
-      const volumeId = await this.provisioner.newVolume(diskMb);
+      const volumeId = await this.provisioner.newVolume(diskMb, { seeded: true });
       rec.volume_id = volumeId;
       const sbx = await this.provisioner.sandbox(orgId, rec.id, volumeId, {
         cpu: req.cpu,

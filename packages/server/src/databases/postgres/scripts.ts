@@ -68,7 +68,9 @@ ${COMMON}
 empty_data || refuse "refusing to initialise: $D is not empty"
 [ -f ${SEED_DIR}/PG_VERSION ] || refuse "no seed cluster at ${SEED_DIR}: not the postgres template?"
 rm -rf "$D.init"
-cp -a ${SEED_DIR} "$D.init"
+# The host may have put the seed on the volume already (data.seed): far faster
+# than copying it here, through the sandbox's file system.
+if [ -f "$D.seed/PG_VERSION" ]; then mv "$D.seed" "$D.init"; else cp -a ${SEED_DIR} "$D.init"; fi
 chmod 0700 "$D.init"
 mkdir -p "$D.init/log"
 put "$D.init/warren.conf" "$1"
