@@ -15,7 +15,7 @@ import { archiveNow, createDatabase, dropDatabase, waitForState, withClient } fr
 import { startS3, type TestS3 } from '../s3';
 import { waitFor } from '../wait';
 
-describe('database durability (real gVisor)', () => {
+describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
   let p: TestPlatform;
   const made: string[] = [];
 

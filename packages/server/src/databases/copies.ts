@@ -34,6 +34,7 @@ export class DatabaseCopies {
    * "latest" means up to now.
    */
   async restore(orgId: string, id: string, req: RestoreDatabaseRequest): Promise<Database> {
+    const h = this.dbs.host;
     const source = await this.dbs.row(orgId, id);
     if (req.target_time !== undefined && Date.parse(req.target_time) > Date.now())
       throw new WarrenError(
@@ -47,21 +48,23 @@ export class DatabaseCopies {
       rec,
       `restored from ${source.id} to ${req.target_time ?? 'latest'}`,
       async () => {
-        const made = await restoreFromArchive(
-          this.dbs.host,
-          this.dbs.queries,
-          this.dbs.provisioner,
-          source,
-          req.target_time,
-          {
-            orgId,
-            dbId: rec.id,
-            password: rec.password,
-            archiveTimeoutSeconds: rec.archive_timeout_seconds,
-            diskMb: rec.disk_mb,
-            size: { cpu: source.cpu, memoryMb: source.memory_mb },
-          },
-        );
+        const into = {
+          orgId,
+          dbId: rec.id,
+          password: rec.password,
+          archiveTimeoutSeconds: rec.archive_timeout_seconds,
+          diskMb: rec.disk_mb,
+          size: { cpu: source.cpu, memoryMb: source.memory_mb },
+        };
+        const restore = (target: string | undefined) =>
+          restoreFromArchive(h, this.dbs.queries, this.dbs.provisioner, source, target, into);
+        const made = await restore(req.target_time).catch((err: Error) => {
+          // No commit after the target in the archive: the end of the archive is
+          // the state at the target (it was flushed up to now above).
+          if (req.target_time && /before configured recovery target was reached/.test(err.message))
+            return restore(undefined);
+          throw err;
+        });
         rec.sandbox_id = made.sandboxId;
         rec.volume_id = made.volumeId;
         return {

@@ -158,14 +158,11 @@ export class GuestPostgres {
     await this.asPostgres(STOP, [String(wait)], 'stopping postgres', { wait, bash: true });
   }
 
-  /** Whether the server answers queries out of recovery and PgBouncer runs. */
+  /** Whether the server answers queries out of recovery and PgBouncer runs (false if the sandbox does not answer). */
   async isReady(): Promise<boolean> {
-    const r = await run(
-      this.host,
-      this.sandboxId,
-      sh(READY, [], { user: 'postgres', timeoutMs: 10_000 }),
-    );
-    return r.exitCode === 0;
+    const start = sh(READY, [], { user: 'postgres', timeoutMs: 10_000 });
+    const r = await run(this.host, this.sandboxId, start).catch(() => null);
+    return r?.exitCode === 0;
   }
 
   /**

@@ -10,6 +10,11 @@ import type { DatabaseProvisioner, Sizing } from './provision';
 import { walPrefix } from './provision';
 import { planRestore } from './restore-plan';
 
+/** A time as Postgres settings take it: `2026-01-01 10:00:00.123+00`. */
+export function pgTime(iso: string): string {
+  return new Date(iso).toISOString().replace('T', ' ').replace('Z', '+00');
+}
+
 export interface RestoreTarget {
   orgId: string;
   dbId: string;
@@ -59,7 +64,7 @@ export async function restoreFromArchive(
     await sbx.pg.restore({
       backup,
       walDir: `${dir}/wal`,
-      ...(targetTime !== undefined && { targetTime }),
+      ...(targetTime !== undefined && { targetTime: pgTime(targetTime) }),
       password: into.password,
       archiveTimeoutSeconds: into.archiveTimeoutSeconds,
     });

@@ -20,7 +20,7 @@ import type { Store } from '../store/store';
 import { DatabaseQueries, type DatabaseRecord } from '../store/databases';
 import type { DatabaseArchiver } from './archiver';
 import { KeyedLock } from './locks';
-import { DB_ROLE, PGBOUNCER_PORT, PG_DATA, PG_PORT } from './postgres';
+import { DB_ROLE, DB_TEMPLATE, PGBOUNCER_PORT, PG_DATA, PG_PORT } from './postgres';
 import { archivePrefix, fenceKey, type DatabaseProvisioner } from './provision';
 import { databaseUrl, type DatabaseAddress } from './urls';
 
@@ -98,6 +98,18 @@ export class DatabaseService {
     return db;
   }
 
+  /** Sizes over the template's maxima are refused before anything is made. */
+  async checkSizes(req: { cpu?: number; memory_mb?: number }): Promise<void> {
+    const t = await this.host.templates.get(DB_TEMPLATE);
+    if (!t) throw new WarrenError('TEMPLATE_NOT_FOUND', `template ${DB_TEMPLATE} is not built`);
+    if ((req.cpu ?? 0) > t.max_cpu || (req.memory_mb ?? 0) > t.max_memory_mb)
+      throw new WarrenError(
+        'RESOURCES_OUT_OF_RANGE',
+        `a database has at most ${t.max_cpu} vCPU and ${t.max_memory_mb} MiB of memory`,
+        { max_cpu: t.max_cpu, max_memory_mb: t.max_memory_mb },
+      );
+  }
+
   checkDisk(diskMb: number): void {
     if (diskMb > this.config.volumeMaxMb)
       throw new WarrenError(
@@ -115,6 +127,7 @@ export class DatabaseService {
   async create(orgId: string, req: CreateDatabaseRequest): Promise<Database> {
     const diskMb = req.disk_mb ?? DEFAULT_DISK_MB;
     this.checkDisk(diskMb);
+    await this.checkSizes(req);
     const rec = this.newRecord(orgId, {
       label: req.label,
       disk_mb: diskMb,

@@ -102,10 +102,22 @@ if alive "$D/postmaster.pid" postgres; then "$B/pg_ctl" reload -D "$D" -s; fi
  */
 export const START = `set -u
 ${COMMON}
+# A process of a server that is not running (any more): the postmaster is not alive.
+old_server() {
+  for c in /proc/[0-9]*/comm; do
+    n=
+    read -r n 2>/dev/null <"$c"
+    [ "$n" = postgres ] && return 0
+  done
+  return 1
+}
 [ -f "$D/PG_VERSION" ] || refuse "no database cluster in $D"
 [ -d "$S" ] && [ -w "$S" ] || refuse "$S is missing: not the postgres template?"
 rm -f ${ARCHIVE_STOP}
 if ! alive "$D/postmaster.pid" postgres; then
+  # After a crash, processes of the old server may still be on their way out; the
+  # new one would refuse their shared memory while they hold it.
+  while old_server && [ "$SECONDS" -lt 10 ]; do sleep 0.1; done
   rm -f "$D/postmaster.pid"
   mkdir -p "$D/log"
   : >"$D/log/startup.log"
@@ -169,7 +181,7 @@ ${COMMON}
 dir=${PG_STAGING}/$1
 rm -rf "$dir"
 mkdir -p "$dir"
-if ! "$B/pg_basebackup" -h "$S" -U postgres -D "$dir" -Ft -z -X fetch -c fast -v 2>"$dir.log"; then
+if ! "$B/pg_basebackup" -h "$S" -U postgres -D "$dir" -Ft -Z gzip:1 -X fetch -c fast -v 2>"$dir.log"; then
   cat "$dir.log" >&2
   rm -rf "$dir" "$dir.log"
   exit 1
