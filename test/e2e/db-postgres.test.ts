@@ -26,39 +26,10 @@ import {
   PG_PORT,
   PG_STAGING,
 } from '../../packages/server/src/databases/postgres';
+import { SEED_DIR } from '../../packages/server/src/databases/postgres/layout';
 import { RUNSC, TEMPLATES_DIR, unmountBelow } from '../fixture';
 import { waitFor } from '../wait';
 
-// TIMING-START
-for (const m of [
-  'init',
-  'start',
-  'stop',
-  'sql',
-  'baseBackup',
-  'restore',
-  'setPassword',
-  'isReady',
-  'shell',
-  'configure',
-] as const) {
-  const proto = GuestPostgres.prototype as unknown as Record<
-    string,
-    (...a: unknown[]) => Promise<unknown>
-  >;
-  const orig = proto[m]!;
-  proto[m] = async function (this: unknown, ...a: unknown[]) {
-    const t0 = Date.now();
-    try {
-      return await orig.apply(this, a);
-    } finally {
-      console.error(
-        `[t] ${new Date().toISOString().slice(11, 19)} ${m} ${String(a[0]).slice(0, 40).replace(/\n/g, ' ')} ${Date.now() - t0} ms`,
-      );
-    }
-  };
-}
-// TIMING-END
 /**
  * pg's `stream` must be a socket-like object it can `connect()` at once; the
  * port connection of HostApi comes asynchronously, so this stands in for it.
@@ -179,10 +150,19 @@ describe('managed PostgreSQL in a sandbox (real gVisor)', { timeout: 600_000 }, 
   let db: GuestPostgres;
   let outbox: Outbox;
 
-  /** A new volume and a database sandbox with it at PG_MOUNT, its outbox emptied by the test. */
-  async function databaseSandbox(): Promise<{ id: string; pg: GuestPostgres; outbox: Outbox }> {
+  /**
+   * A new volume and a database sandbox with it at PG_MOUNT, its outbox emptied
+   * by the test. `seeded`: the host copies the seed cluster onto the volume, as
+   * the database service does (init takes it); otherwise init copies it itself.
+   */
+  async function databaseSandbox(
+    o: { seeded?: boolean } = {},
+  ): Promise<{ id: string; pg: GuestPostgres; outbox: Outbox }> {
     const volume = newId('volume');
-    await host.volumes.create(volume, 512);
+    await host.volumes.create(volume, 512, {
+      journal: true,
+      ...(o.seeded && { seed: { template: DB_TEMPLATE, from: SEED_DIR, to: 'data.seed' } }),
+    });
     volumes.push(volume);
     const sandbox = newId('sandbox');
     sandboxes.push(sandbox);
@@ -239,7 +219,7 @@ describe('managed PostgreSQL in a sandbox (real gVisor)', { timeout: 600_000 }, 
     );
     // Built by scripts/prepare-templates.ts; this only bakes again if the agent changed.
     await host.templates.ensure([DB_TEMPLATE], () => undefined);
-    ({ id, pg: db, outbox } = await databaseSandbox());
+    ({ id, pg: db, outbox } = await databaseSandbox({ seeded: true }));
   });
 
   after(async () => {
