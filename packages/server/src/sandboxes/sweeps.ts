@@ -8,9 +8,21 @@ import type { Store } from '../store/store';
 import { isoIn } from './clock';
 import type { SandboxLifecycle } from './lifecycle';
 
+/**
+ * CPU use is averaged over windows of at least this long: over one short sweep
+ * interval, an idle sandbox's timer ticks can look like several percent of a CPU.
+ */
+export const CPU_WINDOW_MS = 1000;
+
 export class IdleSweeps {
-  /** CPU time of each running sandbox at the previous sweep. */
-  private readonly cpuSamples = new Map<string, { ns: number; at: number }>();
+  /**
+   * Per running sandbox: the CPU time at the start of the current window, and
+   * the percent measured over the last complete window (null: none yet).
+   */
+  private readonly cpuSamples = new Map<
+    string,
+    { ns: number; at: number; percent: number | null }
+  >();
 
   constructor(
     private readonly store: Store,
@@ -38,15 +50,23 @@ export class IdleSweeps {
     return reaped;
   }
 
-  /** Percent of one CPU the sandbox used since the previous sample (null: no sample yet). */
+  /**
+   * Percent of one CPU the sandbox used over its last complete window of at
+   * least CPU_WINDOW_MS (null: no complete window yet).
+   */
   private async cpuPercent(id: string): Promise<number | null> {
     const ns = await this.host.sandboxes.cpuUsageNs(id);
     if (ns === null) return null;
     const now = this.lifecycle.clock();
     const prev = this.cpuSamples.get(id);
-    this.cpuSamples.set(id, { ns, at: now });
-    if (!prev || now <= prev.at) return null;
-    return ((ns - prev.ns) / 1e6 / (now - prev.at)) * 100;
+    if (!prev || now < prev.at) {
+      this.cpuSamples.set(id, { ns, at: now, percent: null });
+      return null;
+    }
+    if (now - prev.at < CPU_WINDOW_MS) return prev.percent;
+    const percent = ((ns - prev.ns) / 1e6 / (now - prev.at)) * 100;
+    this.cpuSamples.set(id, { ns, at: now, percent });
+    return percent;
   }
 
   /**

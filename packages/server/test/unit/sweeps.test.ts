@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { HostApi } from '@warren/protocol';
 import { loadConfig } from '../../src/config';
 import { SandboxLifecycle } from '../../src/sandboxes/lifecycle';
-import { IdleSweeps } from '../../src/sandboxes/sweeps';
+import { CPU_WINDOW_MS, IdleSweeps } from '../../src/sandboxes/sweeps';
 import { openSqliteStore } from '../../src/store/open';
 import type { SandboxRecord, Store } from '../../src/store/store';
 import { VolumeService } from '../../src/volume-service';
@@ -118,6 +118,30 @@ describe('TTL and idle sweeps (injected clock)', () => {
     assert.deepEqual(calls, [`hibernate ${idle.id}`]);
     assert.equal(await state(idle.id), 'hibernated');
     assert.equal(await state(busy.id), 'running');
+  });
+
+  it('averages CPU over windows of at least CPU_WINDOW_MS, not over one short sweep', async () => {
+    const sbx = await sandbox({ persistent: 1, idle_timeout_seconds: 60 });
+    cpuNs.set(sbx.id, 0);
+    now += 61_000;
+    await sweeps.hibernateIdle(); // the window starts
+    now += 200;
+    cpuNs.set(sbx.id, 15e6); // 15 ms in 200 ms would be 7.5 %
+    assert.deepEqual(await sweeps.hibernateIdle(), [], 'no complete window yet');
+    now += CPU_WINDOW_MS - 200;
+    assert.deepEqual(await sweeps.hibernateIdle(), [sbx.id], '15 ms in 1 s is 1.5 %');
+  });
+
+  it('keeps a sandbox busy over a whole window from hibernating', async () => {
+    const sbx = await sandbox({ persistent: 1, idle_timeout_seconds: 60 });
+    cpuNs.set(sbx.id, 0);
+    now += 61_000;
+    await sweeps.hibernateIdle();
+    now += CPU_WINDOW_MS;
+    cpuNs.set(sbx.id, 100e6); // 10 % of a CPU
+    assert.deepEqual(await sweeps.hibernateIdle(), []);
+    now += 200; // within the next window, the last complete one still counts
+    assert.deepEqual(await sweeps.hibernateIdle(), []);
   });
 
   it('does not hibernate before the idle timeout, nor with a request open', async () => {
