@@ -135,7 +135,7 @@ export function loadConfig(
     memoryBudgetMb: int(env.WARREN_MEMORY_BUDGET_MB, defaultMemoryBudgetMb()),
     defaultTtlSeconds: int(env.WARREN_DEFAULT_TTL_SECONDS, 3600),
     defaultIdleTimeoutSeconds: int(env.WARREN_DEFAULT_IDLE_TIMEOUT_SECONDS, 300),
-    idleCpuPercent: int(env.WARREN_IDLE_CPU_PERCENT, 5),
+    idleCpuPercent: int(env.WARREN_IDLE_CPU_PERCENT, 15),
     sweepIntervalMs: int(env.WARREN_SWEEP_INTERVAL_MS, 5000),
     stoppedRetentionSeconds: int(env.WARREN_STOPPED_RETENTION_SECONDS, 7 * 24 * 3600),
     readyTimeoutMs: int(env.WARREN_READY_TIMEOUT_MS, 15000),

@@ -138,7 +138,7 @@ describe('TTL and idle sweeps (injected clock)', () => {
     now += 61_000;
     await sweeps.hibernateIdle();
     now += CPU_WINDOW_MS;
-    cpuNs.set(sbx.id, 100e6); // 10 % of a CPU
+    cpuNs.set(sbx.id, 300e6); // 30 % of a CPU
     assert.deepEqual(await sweeps.hibernateIdle(), []);
     now += 200; // within the next window, the last complete one still counts
     assert.deepEqual(await sweeps.hibernateIdle(), []);
