@@ -49,11 +49,15 @@ export class DatabaseArchiver {
       await this.collect(db).catch((err: Error) =>
         this.log.warn({ database: db.id, err: err.message }, 'WAL archiving failed'),
       );
+      if (this.backingUp.has(db.id)) continue;
+      // Read again: a backup that ended while this pass collected has updated the record.
+      const now = await this.queries.byId(db.id);
+      if (!now || now.state !== 'ready') continue;
       const due =
-        !db.last_base_backup_at ||
-        Date.now() - Date.parse(db.last_base_backup_at) >
+        !now.last_base_backup_at ||
+        Date.now() - Date.parse(now.last_base_backup_at) >
           this.config.dbBackupIntervalSeconds * 1000;
-      if (due && !this.backingUp.has(db.id)) void this.backupInBackground(db);
+      if (due) void this.backupInBackground(now);
     }
   }
 

@@ -81,13 +81,13 @@ export class DatabaseCopies {
   private async flush(db: DatabaseRecord): Promise<void> {
     const pg = this.dbs.provisioner.postgres(db.sandbox_id);
     const file = (await pg.sql('SELECT pg_walfile_name(pg_switch_wal())')).trim();
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 60_000; // the archive_command's own wait for the host
     for (;;) {
       await this.dbs.archiver.collect(db);
       const last = (await this.dbs.queries.byId(db.id))?.last_archived_wal ?? '';
       if (last >= file) return;
       if (Date.now() > deadline)
-        throw new WarrenError('DATABASE_NOT_READY', `WAL file ${file} was not archived in 30 s`);
+        throw new WarrenError('DATABASE_NOT_READY', `WAL file ${file} was not archived in 60 s`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
