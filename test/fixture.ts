@@ -38,6 +38,8 @@ export async function startTestPlatform(
     logger: false,
     destroyOnClose: true,
     onProgress: () => undefined,
+    // A free port for the database front door: never collide with an install on 5433.
+    dbPort: 0,
     ...rest,
   });
   const api: TestPlatform['api'] = (path, init = {}) => {
