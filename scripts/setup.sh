@@ -38,7 +38,7 @@ apt_install() {
   log "installing ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
-apt_install debootstrap iproute2 ca-certificates curl jq gcc libc6-dev openssl e2fsprogs mount musl-tools postgresql-client util-linux
+apt_install debootstrap iproute2 ca-certificates curl jq gcc libc6-dev openssl e2fsprogs mount musl-tools postgresql-client util-linux python3-httpx python3-pytest
 
 # gVisor: Debian 12's runsc (2022) cannot checkpoint a running sandbox reliably;
 # Debian 13's (2024-07) is a static binary that runs here too.
