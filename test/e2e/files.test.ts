@@ -93,6 +93,15 @@ describe('files (real gVisor, always through the guest agent)', () => {
     assert.deepEqual(await code(await p.api(f(`${p.home}/admin-token`))), [404, 'FILE_NOT_FOUND']);
   });
 
+  it('an upload the sandbox refuses is a typed error, and the next upload works', async () => {
+    const put = (path: string) => p.api(f(path), { method: 'PUT', body: 'x'.repeat(1000) });
+    // Refused when the guest opens the file, before any byte is sent.
+    assert.deepEqual(await code(await put('/proc/warren-upload')), [403, 'PERMISSION_DENIED']);
+    assert.deepEqual(await code(await put('/etc')), [400, 'IS_A_DIRECTORY']);
+    assert.deepEqual(await code(await put('/etc/hostname/below')), [400, 'NOT_A_DIRECTORY']);
+    assert.equal((await put('/root/after-refusals.txt')).status, 200);
+  });
+
   it('binary-safe round trip', async () => {
     const bytes = randomBytes(256 * 1024);
     await p.api(f('/tmp/bin.dat'), {

@@ -2,7 +2,7 @@
  * File operations inside the sandbox. They run in the guest, so every path is
  * the sandbox's own view of its file system; the host never touches it.
  */
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import type { Stats } from 'node:fs';
 import {
   lstat,
@@ -15,9 +15,10 @@ import {
   rmdir,
   unlink,
   chmod,
+  open,
+  type FileHandle,
 } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { WarrenError } from '@warren/protocol/errors';
 import type { FileInfo } from '@warren/protocol/guest';
@@ -73,14 +74,45 @@ export async function openRead(path: string): Promise<{ stream: Readable; size: 
 
 /** Checks that a file can be written (creating parent directories) before any data is sent. */
 export async function prepareWrite(path: string): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
+  await mkdir(dirname(path), { recursive: true }).catch(async (err: NodeJS.ErrnoException) => {
+    // mkdir -p says EEXIST when a file stands where a parent directory should be.
+    if (err.code !== 'EEXIST') throw err;
+    throw new WarrenError('NOT_A_DIRECTORY', `a parent of ${path} is not a directory`);
+  });
   const existing = await lstat(path).catch(() => null);
   if (existing?.isDirectory()) throw new WarrenError('IS_A_DIRECTORY', `${path} is a directory`);
 }
 
-/** Streams data into a file (after prepareWrite). */
-export async function writeFrom(path: string, body: Readable, mode?: string): Promise<FileInfo> {
-  await pipeline(body, createWriteStream(path));
+/** Opens (creates or truncates) a file for an upload: refusals come before any byte moves. */
+export function openWrite(path: string): Promise<FileHandle> {
+  return open(path, 'w');
+}
+
+/**
+ * Writes body into the opened file. A write that fails (a full disk) leaves
+ * body readable and drains it, so the caller can still answer on its connection.
+ */
+export async function writeFrom(
+  path: string,
+  file: FileHandle,
+  body: Readable,
+  mode?: string,
+): Promise<FileInfo> {
+  const out = file.createWriteStream();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      out.on('error', (err) => {
+        body.unpipe(out);
+        body.resume();
+        reject(err);
+      });
+      out.on('finish', resolve);
+      body.on('error', reject);
+      body.pipe(out);
+    });
+  } finally {
+    if (!out.closed) out.destroy();
+  }
   if (mode) await chmod(path, parseInt(mode, 8));
   return info(path);
 }

@@ -1,6 +1,7 @@
 /** Request routing for the guest agent's HTTP/2 API (see @warren/protocol/guest). */
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { Readable } from 'node:stream';
+import type { FileHandle } from 'node:fs/promises';
 import { WarrenError } from '@warren/protocol/errors';
 import {
   GUEST_PATHS,
@@ -146,8 +147,10 @@ export async function route(
     const req = await readJson<DataTransfer>(stream);
     const target = files.checkPath(req.path);
     await files.prepareWrite(target);
+    // A path that cannot be written is refused here, before the host waits for data.
+    const file = await files.openWrite(target);
     sendJson(stream, 200, { ok: true });
-    receiveFile(target, req);
+    receiveFile(target, file, req);
     return;
   }
   if (path === GUEST_PATHS.filesSend && method === 'POST') {
@@ -194,9 +197,9 @@ export async function route(
 }
 
 /** Upload: bytes arrive on a data connection; the result goes back on it as one JSON line. */
-function receiveFile(target: string, req: DataTransfer): void {
+function receiveFile(target: string, file: FileHandle, req: DataTransfer): void {
   const socket = dialData(req.token);
-  files.writeFrom(target, socket, req.mode).then(
+  files.writeFrom(target, file, socket, req.mode).then(
     (info) => socket.end(JSON.stringify(info) + '\n'),
     (err) => socket.end(JSON.stringify(toWarrenError(err).toBody()) + '\n'),
   );
