@@ -77,17 +77,26 @@ export class DatabaseCopies {
     );
   }
 
-  /** Ends the current WAL segment and waits until the archive has it. */
+  /**
+   * Ends the current WAL segment and waits until the archive has it. A backlog
+   * of WAL (after a bulk load) may take a while: the wait gives up only when
+   * nothing was archived for 60 s, as long as the archive_command waits for the host.
+   */
   private async flush(db: DatabaseRecord): Promise<void> {
     const pg = this.dbs.provisioner.postgres(db.sandbox_id);
     const file = (await pg.sql('SELECT pg_walfile_name(pg_switch_wal())')).trim();
-    const deadline = Date.now() + 60_000; // the archive_command's own wait for the host
+    let last = '';
+    let progressAt = Date.now();
     for (;;) {
       await this.dbs.archiver.collect(db);
-      const last = (await this.dbs.queries.byId(db.id))?.last_archived_wal ?? '';
-      if (last >= file) return;
-      if (Date.now() > deadline)
-        throw new WarrenError('DATABASE_NOT_READY', `WAL file ${file} was not archived in 60 s`);
+      const now = (await this.dbs.queries.byId(db.id))?.last_archived_wal ?? '';
+      if (now >= file) return;
+      if (now !== last) [last, progressAt] = [now, Date.now()];
+      if (Date.now() - progressAt > 60_000)
+        throw new WarrenError(
+          'DATABASE_NOT_READY',
+          `WAL file ${file} was not archived: nothing was archived for 60 s (last: ${last || 'none'})`,
+        );
       await new Promise((r) => setTimeout(r, 100));
     }
   }
