@@ -13,5 +13,6 @@ export * from './api/files';
 export * from './api/templates';
 export * from './api/health';
 export * from './api/databases';
+export * from './api/keys';
 
 export type { Static, TSchema } from '@sinclair/typebox';

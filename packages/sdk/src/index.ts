@@ -29,6 +29,7 @@ export {
 } from './templates';
 export type { BuildOptions } from './templates';
 export { Volumes } from './volumes';
+export { Keys, Organisations, SCOPES, type CreateKeyOptions } from './keys';
 export { Database } from './databases';
 export type { DatabaseEvent } from './databases';
 export { getHealth } from './health';
@@ -66,6 +67,10 @@ export type {
   EgressEvent,
   Volume,
   VolumeAttachment,
+  ApiKey,
+  CreatedKey,
+  Organisation,
+  Scope,
   Database as DatabaseInfo,
   DatabaseState,
   CreateDatabaseRequest,

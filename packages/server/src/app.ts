@@ -9,7 +9,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { WarrenError, newId } from '@warren/protocol';
-import { authenticate, type Principal } from './auth';
+import type { Principal } from './auth';
 import type { AppContext } from './context';
 import { errorHandler, toWarrenError } from './errors';
 import { execRoutes } from './routes/exec';
@@ -25,6 +25,8 @@ import { previewServerFactory } from './preview/server';
 import { networkRoutes } from './routes/network';
 import { volumeRoutes } from './routes/volumes';
 import { databaseRoutes } from './routes/databases';
+import { keyRoutes } from './routes/keys';
+import { accessHooks, declareRouteScopes } from './keys/hooks';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -36,7 +38,6 @@ declare module 'fastify' {
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const PUBLIC_ROUTES = new Set(['/v1/health', '/v1/databases/ca.pem']);
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 async function readJsonBody(payload: Readable, limit: number): Promise<unknown> {
@@ -109,15 +110,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
     );
   });
 
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-    const path = request.url.split('?')[0] ?? '';
-    if (!path.startsWith('/v1/') || PUBLIC_ROUTES.has(path)) return;
-    request.principal = await authenticate(ctx.store, request.headers.authorization);
-    // A request on a sandbox (an exec stream, a file transfer) keeps it from being idle while open.
-    const onSandbox = /^\/v1\/sandboxes\/([^/]+)\/./.exec(path);
-    if (onSandbox?.[1]) reply.raw.once('close', ctx.sandboxes.beginOperation(onSandbox[1]));
-  });
+  accessHooks(app, ctx);
 
   app.addHook('preValidation', async (request) => {
     const schema = request.routeOptions.schema;
@@ -164,6 +157,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
     void reply.status(404).send(e.toBody(request.id));
   });
 
+  declareRouteScopes(app);
   await app.register(healthRoutes(ctx));
   await app.register(sandboxRoutes(ctx));
   await app.register(execRoutes(ctx));
@@ -175,6 +169,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   await app.register(networkRoutes(ctx));
   await app.register(volumeRoutes(ctx));
   await app.register(databaseRoutes(ctx));
+  await app.register(keyRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

@@ -2,6 +2,7 @@ import type { HostApi } from '@warren/protocol';
 import type { AuditService } from './audit-service';
 import type { Config } from './config';
 import type { Databases } from './databases';
+import type { KeyService } from './keys/service';
 import type { SandboxCreator } from './sandboxes/create';
 import type { SandboxGuest } from './sandboxes/guest';
 import type { SandboxLifecycle } from './sandboxes/lifecycle';
@@ -20,6 +21,7 @@ export interface AppContext {
   /** For authentication only: routes go through the services. */
   store: Store;
   audit: AuditService;
+  keys: KeyService;
   host: HostApi;
   sandboxes: SandboxLifecycle;
   creator: SandboxCreator;

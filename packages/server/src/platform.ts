@@ -9,6 +9,7 @@ import { createHostAgent, type LocalHostAgent } from '@warren/host-agent';
 import { buildApp, type App } from './app';
 import { AuditService } from './audit-service';
 import { ensureAdminToken } from './auth';
+import { KeyService } from './keys/service';
 import { hostAgentConfig, loadConfig, type Config } from './config';
 import type { AppContext } from './context';
 import { createDatabases, type DatabaseLog } from './databases';
@@ -93,6 +94,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     config,
     store,
     audit: new AuditService(store),
+    keys: new KeyService(store),
     host,
     sandboxes,
     creator,

@@ -12,25 +12,61 @@ import {
   type TemplateBuildRequest,
   type TemplateImageQuery,
 } from '@warren/protocol';
+import type { Principal } from './auth';
 import type { Store } from './store/store';
+import { TemplateOwnerQueries } from './store/template-owners';
+
+function notFound(name: string): WarrenError {
+  return new WarrenError('TEMPLATE_NOT_FOUND', `template ${JSON.stringify(name)} does not exist`);
+}
 
 export class TemplateService {
+  private readonly owners: TemplateOwnerQueries;
+
   constructor(
     private readonly store: Store,
     private readonly host: HostApi,
-  ) {}
-
-  list(): Promise<Template[]> {
-    return this.host.templates.list();
+  ) {
+    this.owners = new TemplateOwnerQueries(store.db);
   }
 
-  async get(name: string): Promise<Template> {
+  /** Official templates and the organisation's own; another organisation's do not exist for it. */
+  async list(orgId: string): Promise<Template[]> {
+    const owners = await this.owners.templateOwners();
+    const all = await this.host.templates.list();
+    return all.filter((t) => (owners.get(t.name) ?? orgId) === orgId);
+  }
+
+  async get(orgId: string, name: string): Promise<Template> {
+    const owner = await this.owners.templateOwner(name);
+    if (owner !== undefined && owner !== orgId) throw notFound(name);
     const t = await this.host.templates.get(name);
-    if (!t)
+    if (!t) throw notFound(name);
+    return t;
+  }
+
+  /** Rebuilds and deletes: of the organisation's own templates, or official ones by the install's admin. */
+  async checkWritable(p: Principal, name: string): Promise<void> {
+    const owner = await this.owners.templateOwner(name);
+    if (owner !== undefined && owner !== p.orgId) throw notFound(name);
+    if (owner === undefined && !p.installAdmin && (await this.host.templates.get(name)))
       throw new WarrenError(
-        'TEMPLATE_NOT_FOUND',
-        `template ${JSON.stringify(name)} does not exist`,
+        'MISSING_SCOPE',
+        `template ${name} is official: only an admin key of the install changes it`,
+        { missing_scope: 'admin' },
       );
+  }
+
+  /** A name another organisation holds is taken. */
+  private async checkName(orgId: string, name: string): Promise<void> {
+    const owner = await this.owners.templateOwner(name);
+    if (owner !== undefined && owner !== orgId)
+      throw new WarrenError('TEMPLATE_EXISTS', `a template named ${name} already exists`);
+  }
+
+  private async owned(orgId: string, built: Promise<Template>): Promise<Template> {
+    const t = await built;
+    await this.owners.setTemplateOwner(t.name, orgId);
     return t;
   }
 
@@ -44,22 +80,26 @@ export class TemplateService {
       );
   }
 
-  build(req: TemplateBuildRequest, progress: BuildProgress): Promise<Template> {
-    return this.host.templates.build(req, progress);
+  async build(orgId: string, req: TemplateBuildRequest, progress: BuildProgress) {
+    await this.checkName(orgId, req.name);
+    if (req.base) await this.get(orgId, req.base);
+    return this.owned(orgId, this.host.templates.build(req, progress));
   }
 
   /** Cheap checks before an upload of what may be gigabytes is read. */
-  checkNew(name: string): Promise<void> {
+  async checkNew(orgId: string, name: string): Promise<void> {
+    await this.checkName(orgId, name);
     return this.host.templates.checkNew(name);
   }
 
   buildFromImage(
+    orgId: string,
     name: string,
     image: Readable,
     o: TemplateImageQuery,
     progress: BuildProgress,
   ): Promise<Template> {
-    return this.host.templates.buildFromImage(name, image, o, progress);
+    return this.owned(orgId, this.host.templates.buildFromImage(name, image, o, progress));
   }
 
   /** A repeated recipe or image build replaces the root that sandboxes and snapshots run on. */
@@ -72,9 +112,11 @@ export class TemplateService {
     return this.host.templates.rebuild(name, progress);
   }
 
-  async remove(name: string): Promise<void> {
-    await this.get(name);
+  async remove(p: Principal, name: string): Promise<void> {
+    await this.get(p.orgId, name);
+    await this.checkWritable(p, name);
     await this.refuseInUse(name, 'delete');
     await this.host.templates.remove(name);
+    await this.owners.removeTemplateOwner(name);
   }
 }

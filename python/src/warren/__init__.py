@@ -12,6 +12,7 @@ from ._async.network import AsyncNetwork
 from ._async.processes import AsyncProcesses
 from ._async.resources import (
     AsyncDatabase,
+    AsyncKeys,
     AsyncSnapshots,
     AsyncTemplates,
     AsyncVolumes,
@@ -41,7 +42,7 @@ from ._sync.commands import CommandHandle, Commands
 from ._sync.files import Files
 from ._sync.network import Network
 from ._sync.processes import Processes
-from ._sync.resources import Database, Snapshots, Templates, Volumes, get_health
+from ._sync.resources import Database, Keys, Snapshots, Templates, Volumes, get_health
 from ._sync.sandbox import ForkTree, Sandbox, SandboxPage
 from ._templates import BuildLogHandler
 from ._types import (
@@ -89,6 +90,7 @@ __all__ = [
     "AsyncSnapshots",
     "AsyncTemplates",
     "AsyncVolumes",
+    "AsyncKeys",
     "AuthError",
     "BuildLogHandler",
     "ByteStream",
@@ -140,6 +142,7 @@ __all__ = [
     "Volume",
     "VolumeMount",
     "Volumes",
+    "Keys",
     "WarrenConnectionError",
     "WarrenError",
     "WriteResult",

@@ -31,12 +31,16 @@ ERROR_STATUS: dict[str, int] = {
     "UNAUTHORIZED": 401,
     "PREVIEW_AUTH_REQUIRED": 401,
     "PERMISSION_DENIED": 403,
+    "MISSING_SCOPE": 403,
+    "KEY_RESTRICTED": 403,
     "NOT_FOUND": 404,
     "SANDBOX_NOT_FOUND": 404,
     "TEMPLATE_NOT_FOUND": 404,
     "SNAPSHOT_NOT_FOUND": 404,
     "VOLUME_NOT_FOUND": 404,
     "DATABASE_NOT_FOUND": 404,
+    "KEY_NOT_FOUND": 404,
+    "ORGANISATION_NOT_FOUND": 404,
     "ARCHIVE_OBJECT_NOT_FOUND": 404,
     "PROCESS_NOT_FOUND": 404,
     "FILE_NOT_FOUND": 404,
@@ -107,7 +111,8 @@ class AuthError(WarrenError):
 
 
 class PermissionDeniedError(WarrenError):
-    """403: the sandbox's file system refused the operation."""
+    """403: the file system refused it (``PERMISSION_DENIED``), or the key may not do it
+    (``MISSING_SCOPE``, ``KEY_RESTRICTED``)."""
 
 
 class NotFoundError(WarrenError):

@@ -192,6 +192,24 @@ class Volume(TypedDict):
     created_at: str
 
 
+class ApiKey(TypedDict):
+    id: str
+    org_id: str
+    name: str
+    prefix: str
+    scopes: list[str]
+    sandbox_id: str | None
+    sandbox_labels: dict[str, str] | None
+    created_at: str
+    created_by: str | None
+    expires_at: str | None
+    last_used_at: str | None
+
+
+class CreatedKey(ApiKey):
+    key: str
+
+
 class Snapshot(TypedDict):
     id: str
     org_id: str

@@ -6,7 +6,7 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { WarrenError } from '@warren/protocol';
+import { TOKEN_PREFIX, WarrenError } from '@warren/protocol';
 import { hashToken } from '../auth';
 import type { SandboxRecord } from '../store/store';
 
@@ -52,6 +52,17 @@ function tokenMatches(token: string, hash: string | null): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/**
+ * An API key sent to a preview URL (`Authorization: Bearer wrn_...`): the
+ * sandbox must then be one the key may see, and the key never reaches the
+ * sandbox. Other Authorization headers belong to the app and pass through.
+ */
+export function apiKeyHeader(headers: IncomingHttpHeaders): string | null {
+  const value = headers.authorization;
+  if (typeof value !== 'string') return null;
+  return new RegExp(`^Bearer\\s+${TOKEN_PREFIX}`, 'i').test(value) ? value : null;
+}
+
 /** Throws PREVIEW_AUTH_REQUIRED unless the sandbox is open or the request has its token. */
 export function checkPreviewAuth(row: SandboxRecord, presented: PresentedToken | null): void {
   if (row.preview_auth !== 1) return;
@@ -72,6 +83,7 @@ export function withoutToken(
 ): { path: string; headers: IncomingHttpHeaders } {
   const out = { ...headers };
   delete out[PREVIEW_TOKEN_HEADER];
+  if (apiKeyHeader(out)) delete out.authorization;
   if (out.cookie !== undefined) {
     const kept = cookiePairs(out.cookie).filter((p) => cookieValue(p, PREVIEW_COOKIE) === null);
     if (kept.length) out.cookie = kept.join('; ');

@@ -21,7 +21,15 @@ import { WarrenError, newId } from '@warren/protocol';
 import type { AppContext } from '../context';
 import { toWarrenError } from '../errors';
 import type { SandboxRecord } from '../store/store';
-import { checkPreviewAuth, presentedToken, tokenComesOut, tokenCookie, withoutToken } from './auth';
+import { matchesSandbox } from '../keys/restriction';
+import {
+  apiKeyHeader,
+  checkPreviewAuth,
+  presentedToken,
+  tokenComesOut,
+  tokenCookie,
+  withoutToken,
+} from './auth';
 
 export interface PreviewTarget {
   port: number;
@@ -155,11 +163,21 @@ export class PreviewProxy {
       throw new WarrenError('INVALID_REQUEST', 'the port in a preview URL is 1 to 65535');
     const url = new URL(req.url ?? '/', 'http://preview');
     const row = await this.ctx.sandboxes.anyOrganisation(target.sandboxId);
+    await this.checkApiKey(req, row);
     checkPreviewAuth(row, presentedToken(req, url));
     const recent =
       row.state === 'running' && Date.now() - Date.parse(row.last_activity_at) < TOUCH_INTERVAL_MS;
     if (!recent) await this.ctx.sandboxes.use(row.org_id, row.id);
     return { row, url };
+  }
+
+  /** With an API key, the sandbox of another organisation (or outside its restriction) does not exist. */
+  private async checkApiKey(req: IncomingMessage, row: SandboxRecord): Promise<void> {
+    const header = apiKeyHeader(req.headers);
+    if (!header) return;
+    const p = await this.ctx.keys.authenticate(header);
+    if (p.orgId !== row.org_id || !matchesSandbox(p.restriction, row))
+      throw new WarrenError('SANDBOX_NOT_FOUND', `sandbox ${row.id} does not exist`);
   }
 
   /** The `request` event of a preview host. */

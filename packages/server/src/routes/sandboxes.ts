@@ -9,8 +9,11 @@ import {
   SandboxEventList,
   SandboxList,
   UpdateSandboxRequest,
+  WarrenError,
 } from '@warren/protocol';
 import type { AppContext } from '../context';
+import { checkCreateAccess, checkSnapshotAccess, listFilter } from '../keys/access';
+import { labelsMatch } from '../keys/restriction';
 import { errors } from './responses';
 
 export const sandboxRoutes =
@@ -29,7 +32,11 @@ export const sandboxRoutes =
         },
       },
       async (req, reply) => {
-        const sandbox = await ctx.creator.create(req.principal!.orgId, req.body);
+        const p = req.principal!;
+        checkCreateAccess(p, req.body.metadata);
+        if (req.body.from_snapshot) await checkSnapshotAccess(ctx.store, p, req.body.from_snapshot);
+        else await ctx.templates.get(p.orgId, req.body.template);
+        const sandbox = await ctx.creator.create(p.orgId, req.body);
         req.auditResource = { type: 'sandbox', id: sandbox.id };
         return reply.status(201).send(sandbox);
       },
@@ -51,10 +58,12 @@ export const sandboxRoutes =
         const metadata: Record<string, string> = {};
         for (const [k, v] of Object.entries(q))
           if (k.startsWith('metadata.')) metadata[k.slice(9)] = String(v);
+        const filter = listFilter(req.principal!, metadata);
+        if (!filter) return { items: [], next_cursor: null };
         return ctx.sandboxes.list({
           orgId: req.principal!.orgId,
           state: req.query.state,
-          metadata,
+          ...filter,
           limit: req.query.limit,
           cursor: req.query.cursor,
         });
@@ -85,7 +94,15 @@ export const sandboxRoutes =
           response: { 200: Sandbox, ...errors },
         },
       },
-      async (req) => ctx.sandboxes.update(req.principal!.orgId, req.params.id, req.body),
+      async (req) => {
+        const { labels } = req.principal!.restriction;
+        if (req.body.metadata && !labelsMatch(labels, req.body.metadata))
+          throw new WarrenError(
+            'KEY_RESTRICTED',
+            `this key is restricted to sandboxes labelled ${JSON.stringify(labels)}: the metadata must keep them`,
+          );
+        return ctx.sandboxes.update(req.principal!.orgId, req.params.id, req.body);
+      },
     );
 
     app.delete(

@@ -11,8 +11,15 @@ import {
   SnapshotList,
   SnapshotParams,
 } from '@warren/protocol';
+import type { Principal } from '../auth';
 import type { AppContext } from '../context';
+import { checkCreateAccess, visibleOf } from '../keys/access';
 import { NoContent, errors } from './responses';
+
+/** Children take the parent's labels unless the request sets them; the parent matched already. */
+function forkAccess(p: Principal, metadata: Record<string, string> | undefined): void {
+  if (metadata !== undefined || p.restriction.sandboxId !== null) checkCreateAccess(p, metadata);
+}
 
 export const snapshotRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
@@ -46,7 +53,11 @@ export const snapshotRoutes =
         },
       },
       async (req) => ({
-        items: await ctx.snapshots.list(req.principal!.orgId),
+        items: await visibleOf(
+          ctx.store,
+          req.principal!,
+          await ctx.snapshots.list(req.principal!.orgId),
+        ),
       }),
     );
 
@@ -94,6 +105,7 @@ export const snapshotRoutes =
         },
       },
       async (req, reply) => {
+        forkAccess(req.principal!, req.body.metadata);
         const result = await ctx.snapshots.forkTree(req.principal!.orgId, req.params.id, req.body);
         return reply.status(201).send(result);
       },
@@ -112,6 +124,7 @@ export const snapshotRoutes =
         },
       },
       async (req, reply) => {
+        forkAccess(req.principal!, req.body.metadata);
         const child = await ctx.snapshots.fork(req.principal!.orgId, req.params.id, req.body);
         return reply.status(201).send(child);
       },

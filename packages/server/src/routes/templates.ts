@@ -83,7 +83,7 @@ export const templateRoutes =
       {
         schema: { tags: ['templates'], summary: 'List templates', response: { 200: TemplateList } },
       },
-      async () => ({ items: await ctx.templates.list() }),
+      async (req) => ({ items: await ctx.templates.list(req.principal!.orgId) }),
     );
     app.get(
       '/v1/templates/:name',
@@ -95,7 +95,7 @@ export const templateRoutes =
           response: { 200: Template, 404: ErrorResponse },
         },
       },
-      async (req) => ctx.templates.get(req.params.name),
+      async (req) => ctx.templates.get(req.principal!.orgId, req.params.name),
     );
 
     app.post(
@@ -111,7 +111,9 @@ export const templateRoutes =
       },
       async (req, reply) => {
         req.auditResource = { type: 'template', id: req.body.name };
-        return streamBuild(reply, (progress) => ctx.templates.build(req.body, progress));
+        return streamBuild(reply, (progress) =>
+          ctx.templates.build(req.principal!.orgId, req.body, progress),
+        );
       },
     );
 
@@ -140,9 +142,9 @@ export const templateRoutes =
             'send the image as a raw body, e.g. Content-Type: application/x-tar',
           );
         // Cheap checks before reading what may be gigabytes.
-        await ctx.templates.checkNew(name);
+        await ctx.templates.checkNew(req.principal!.orgId, name);
         return streamBuild(reply, (progress) =>
-          ctx.templates.buildFromImage(name, body, req.query, progress),
+          ctx.templates.buildFromImage(req.principal!.orgId, name, body, req.query, progress),
         );
       },
     );
@@ -161,6 +163,7 @@ export const templateRoutes =
       async (req, reply) => {
         const { name } = req.params;
         req.auditResource = { type: 'template', id: name };
+        await ctx.templates.checkWritable(req.principal!, name);
         await ctx.templates.checkRebuild(name);
         return streamBuild(reply, (progress) => ctx.templates.rebuild(name, progress));
       },
@@ -179,7 +182,7 @@ export const templateRoutes =
       async (req, reply) => {
         const { name } = req.params;
         req.auditResource = { type: 'template', id: name };
-        await ctx.templates.remove(name);
+        await ctx.templates.remove(req.principal!, name);
         return reply.status(204).send(null);
       },
     );

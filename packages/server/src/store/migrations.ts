@@ -247,4 +247,25 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0008_keys': {
+    async up(db: Kysely<unknown>) {
+      // Tokens from before keys keep full rights: the admin token is the only one.
+      await db.schema
+        .alterTable('api_tokens')
+        .addColumn('scopes', 'text', (c) => c.notNull().defaultTo('["admin"]'))
+        .execute();
+      await db.schema.alterTable('api_tokens').addColumn('prefix', 'text').execute();
+      await db.schema.alterTable('api_tokens').addColumn('sandbox_id', 'text').execute();
+      await db.schema.alterTable('api_tokens').addColumn('sandbox_labels', 'text').execute();
+      await db.schema.alterTable('api_tokens').addColumn('expires_at', 'text').execute();
+      await db.schema.alterTable('api_tokens').addColumn('created_by', 'text').execute();
+      // Templates built through the API belong to the builder's organisation; others are official.
+      await db.schema
+        .createTable('template_owners')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

@@ -16,6 +16,24 @@ export interface ApiTokenTable {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  /** JSON array of scopes (see SCOPES in @warren/protocol). */
+  scopes: string;
+  /** `wrn_` and the first characters of the key, to recognise it; null for tokens from before keys. */
+  prefix: string | null;
+  /** Restriction to one sandbox. */
+  sandbox_id: string | null;
+  /** Restriction to sandboxes with these labels: JSON object, or null. */
+  sandbox_labels: string | null;
+  expires_at: string | null;
+  /** The key that created this one; null for the install's admin token. */
+  created_by: string | null;
+}
+
+/** The organisation of each template built through the API; templates without a row are official. */
+export interface TemplateOwnerTable {
+  name: string;
+  org_id: string;
+  created_at: string;
 }
 
 export interface SandboxTable {
@@ -179,6 +197,7 @@ export interface DatabaseBackupTable {
 export interface Database {
   organisations: OrganisationTable;
   api_tokens: ApiTokenTable;
+  template_owners: TemplateOwnerTable;
   sandboxes: SandboxTable;
   snapshots: SnapshotTable;
   volumes: VolumeTable;

@@ -25,6 +25,8 @@ export interface SandboxFilter {
   orgId: string;
   state?: SandboxState;
   metadata: Record<string, string>;
+  /** Only these ids (a key restricted to one sandbox). */
+  ids?: string[];
   limit: number;
   cursor?: string;
 }
@@ -69,7 +71,13 @@ export class Store {
       .execute();
   }
 
-  async insertToken(t: { id: string; orgId: string; name: string; hash: string }): Promise<void> {
+  async insertToken(t: {
+    id: string;
+    orgId: string;
+    name: string;
+    hash: string;
+    prefix: string;
+  }): Promise<void> {
     await this.db
       .insertInto('api_tokens')
       .values({
@@ -80,8 +88,18 @@ export class Store {
         created_at: new Date().toISOString(),
         last_used_at: null,
         revoked_at: null,
+        scopes: '["admin"]',
+        prefix: t.prefix,
+        sandbox_id: null,
+        sandbox_labels: null,
+        expires_at: null,
+        created_by: null,
       })
       .execute();
+  }
+
+  async setTokenPrefix(id: string, prefix: string): Promise<void> {
+    await this.db.updateTable('api_tokens').set({ prefix }).where('id', '=', id).execute();
   }
 
   async findToken(hash: string): Promise<{ id: string; org_id: string } | undefined> {
@@ -183,6 +201,7 @@ export class Store {
   ): Promise<{ rows: SandboxRecord[]; nextCursor: string | null }> {
     let q = this.db.selectFrom('sandboxes').selectAll().where('org_id', '=', f.orgId);
     q = f.state ? q.where('state', '=', f.state) : q.where('state', '!=', 'stopped');
+    if (f.ids) q = q.where('id', 'in', f.ids.length ? f.ids : ['']);
     for (const [key, value] of Object.entries(f.metadata)) {
       // Keys are compared as values, never spliced into a JSON path.
       q = q.where(

@@ -13,6 +13,8 @@ import httpx
 from .._http import SyncHttp
 from .._templates import BuildLogHandler, build_body, image_query, read_build
 from .._types import (
+    ApiKey,
+    CreatedKey,
     DatabaseEvent,
     DatabaseInfo,
     Health,
@@ -290,3 +292,45 @@ class Database:
         with SyncHttp(api_url, api_key) as http:
             return http.request("GET", "/v1/databases/ca.pem").text
 
+
+class Keys:
+    """Scoped API keys of your organisation. A new key's secret is in the create answer only."""
+
+    @staticmethod
+    def create(
+        name: str,
+        scopes: Sequence[str],
+        *,
+        ttl_seconds: int | None = None,
+        expires_at: str | None = None,
+        sandbox_id: str | None = None,
+        sandbox_labels: Mapping[str, str] | None = None,
+        org_id: str | None = None,
+        api_url: str | None = None,
+        api_key: str | None = None,
+    ) -> CreatedKey:
+        """A key with these scopes, optionally expiring and restricted to one sandbox or to labels."""
+        body = drop_none(
+            {
+                "name": name,
+                "scopes": list(scopes),
+                "ttl_seconds": ttl_seconds,
+                "expires_at": expires_at,
+                "sandbox_id": sandbox_id,
+                "sandbox_labels": dict(sandbox_labels) if sandbox_labels is not None else None,
+                "org_id": org_id,
+            }
+        )
+        with SyncHttp(api_url, api_key) as http:
+            return cast(CreatedKey, http.json("POST", "/v1/keys", json=body))
+
+    @staticmethod
+    def list(*, api_url: str | None = None, api_key: str | None = None) -> list[ApiKey]:
+        with SyncHttp(api_url, api_key) as http:
+            return cast(list[ApiKey], (http.json("GET", "/v1/keys"))["items"])
+
+    @staticmethod
+    def revoke(key_id: str, *, api_url: str | None = None, api_key: str | None = None) -> None:
+        """Revokes a key: it stops working at once."""
+        with SyncHttp(api_url, api_key) as http:
+            http.request("DELETE", f"/v1/keys/{seg(key_id)}")
