@@ -169,6 +169,29 @@ describe('organisations and scoped API keys (real gVisor)', () => {
     );
   });
 
+  it('a template an organisation builds does not exist for another', async () => {
+    const build = await call(keyA.key, '/v1/templates', {
+      method: 'POST',
+      json: { name: 'tpl-a', base: 'base', steps: [{ run: 'echo a > /a' }] },
+    });
+    const last = JSON.parse((await build.text()).trim().split('\n').at(-1)!) as Json;
+    assert.equal(last.type, 'done', JSON.stringify(last));
+    try {
+      const b = keyB.key;
+      await expectCode(await call(b, '/v1/templates/tpl-a'), 404, 'TEMPLATE_NOT_FOUND');
+      const create = { method: 'POST', json: { template: 'tpl-a', memory_mb: 128 } };
+      await expectCode(await call(b, '/v1/sandboxes', create), 404, 'TEMPLATE_NOT_FOUND');
+      const del = { method: 'DELETE' };
+      await expectCode(await call(b, '/v1/templates/tpl-a', del), 404, 'TEMPLATE_NOT_FOUND');
+      const names = async (k: string) =>
+        (await ok(await call(k, '/v1/templates'))).items.map((t: Json) => t.name);
+      assert.ok(!(await names(b)).includes('tpl-a'));
+      assert.ok((await names(keyA.key)).includes('tpl-a'));
+    } finally {
+      await call(keyA.key, '/v1/templates/tpl-a', { method: 'DELETE' });
+    }
+  });
+
   it("a preview URL of another organisation's sandbox is 404 with that organisation's key", async () => {
     const host = `3000-${a1}.localhost:${new URL(p.url).port}`;
     const asB = await previewRequest(p.url, host, '/', {

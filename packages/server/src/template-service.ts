@@ -37,9 +37,15 @@ export class TemplateService {
     return all.filter((t) => (owners.get(t.name) ?? orgId) === orgId);
   }
 
-  async get(orgId: string, name: string): Promise<Template> {
+  /** TEMPLATE_NOT_FOUND if another organisation built it; reads the store only, not the host. */
+  async checkVisible(orgId: string, name: string): Promise<string | undefined> {
     const owner = await this.owners.templateOwner(name);
     if (owner !== undefined && owner !== orgId) throw notFound(name);
+    return owner;
+  }
+
+  async get(orgId: string, name: string): Promise<Template> {
+    await this.checkVisible(orgId, name);
     const t = await this.host.templates.get(name);
     if (!t) throw notFound(name);
     return t;
@@ -47,8 +53,7 @@ export class TemplateService {
 
   /** Rebuilds and deletes: of the organisation's own templates, or official ones by the install's admin. */
   async checkWritable(p: Principal, name: string): Promise<void> {
-    const owner = await this.owners.templateOwner(name);
-    if (owner !== undefined && owner !== p.orgId) throw notFound(name);
+    const owner = await this.checkVisible(p.orgId, name);
     if (owner === undefined && !p.installAdmin && (await this.host.templates.get(name)))
       throw new WarrenError(
         'MISSING_SCOPE',

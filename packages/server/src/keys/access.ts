@@ -6,7 +6,7 @@
 import { WarrenError } from '@warren/protocol';
 import type { Principal } from '../auth';
 import type { SnapshotRecord, Store } from '../store/store';
-import { checkCreate, isRestricted, matchesSandbox } from './restriction';
+import { isRestricted, matchesSandbox } from './restriction';
 
 export async function maySeeSandbox(store: Store, p: Principal, id: string): Promise<boolean> {
   if (!isRestricted(p.restriction)) return true;
@@ -29,11 +29,6 @@ export async function visibleOf<T extends { sandbox_id: string }>(
 export async function checkSandboxAccess(store: Store, p: Principal, id: string): Promise<void> {
   if (!(await maySeeSandbox(store, p, id)))
     throw new WarrenError('SANDBOX_NOT_FOUND', `sandbox ${id} does not exist`);
-}
-
-/** Throws KEY_RESTRICTED unless the principal may create a sandbox with these labels. */
-export function checkCreateAccess(p: Principal, metadata: Record<string, string> | undefined) {
-  checkCreate(p.restriction, metadata);
 }
 
 /**

@@ -41,10 +41,19 @@ export function checkCreate(r: Restriction, metadata: Record<string, string> | u
       'KEY_RESTRICTED',
       `this key is restricted to sandbox ${r.sandboxId}: it cannot create sandboxes`,
     );
+  checkLabels(r, metadata, 'the sandbox must carry these labels');
+}
+
+/** Throws KEY_RESTRICTED (saying `why`) unless the metadata carries the key's labels. */
+export function checkLabels(
+  r: Restriction,
+  metadata: Record<string, string> | undefined,
+  why: string,
+): void {
   if (!labelsMatch(r.labels, metadata))
     throw new WarrenError(
       'KEY_RESTRICTED',
-      `this key is restricted to sandboxes labelled ${JSON.stringify(r.labels)}: the sandbox must carry these labels`,
+      `this key is restricted to sandboxes labelled ${JSON.stringify(r.labels)}: ${why}`,
     );
 }
 

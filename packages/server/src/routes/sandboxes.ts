@@ -9,11 +9,10 @@ import {
   SandboxEventList,
   SandboxList,
   UpdateSandboxRequest,
-  WarrenError,
 } from '@warren/protocol';
 import type { AppContext } from '../context';
-import { checkCreateAccess, checkSnapshotAccess, listFilter } from '../keys/access';
-import { labelsMatch } from '../keys/restriction';
+import { checkSnapshotAccess, listFilter } from '../keys/access';
+import { checkCreate, checkLabels } from '../keys/restriction';
 import { errors } from './responses';
 
 export const sandboxRoutes =
@@ -33,9 +32,10 @@ export const sandboxRoutes =
       },
       async (req, reply) => {
         const p = req.principal!;
-        checkCreateAccess(p, req.body.metadata);
+        checkCreate(p.restriction, req.body.metadata);
         if (req.body.from_snapshot) await checkSnapshotAccess(ctx.store, p, req.body.from_snapshot);
-        else await ctx.templates.get(p.orgId, req.body.template);
+        // Only whether the caller may see it: the creator reads the template once, through the host.
+        else await ctx.templates.checkVisible(p.orgId, req.body.template);
         const sandbox = await ctx.creator.create(p.orgId, req.body);
         req.auditResource = { type: 'sandbox', id: sandbox.id };
         return reply.status(201).send(sandbox);
@@ -95,12 +95,8 @@ export const sandboxRoutes =
         },
       },
       async (req) => {
-        const { labels } = req.principal!.restriction;
-        if (req.body.metadata && !labelsMatch(labels, req.body.metadata))
-          throw new WarrenError(
-            'KEY_RESTRICTED',
-            `this key is restricted to sandboxes labelled ${JSON.stringify(labels)}: the metadata must keep them`,
-          );
+        if (req.body.metadata)
+          checkLabels(req.principal!.restriction, req.body.metadata, 'the metadata must keep them');
         return ctx.sandboxes.update(req.principal!.orgId, req.params.id, req.body);
       },
     );

@@ -13,12 +13,14 @@ import {
 } from '@warren/protocol';
 import type { Principal } from '../auth';
 import type { AppContext } from '../context';
-import { checkCreateAccess, visibleOf } from '../keys/access';
+import { visibleOf } from '../keys/access';
+import { checkCreate } from '../keys/restriction';
 import { NoContent, errors } from './responses';
 
 /** Children take the parent's labels unless the request sets them; the parent matched already. */
 function forkAccess(p: Principal, metadata: Record<string, string> | undefined): void {
-  if (metadata !== undefined || p.restriction.sandboxId !== null) checkCreateAccess(p, metadata);
+  if (metadata !== undefined || p.restriction.sandboxId !== null)
+    checkCreate(p.restriction, metadata);
 }
 
 export const snapshotRoutes =
