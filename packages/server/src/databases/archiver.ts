@@ -49,16 +49,18 @@ export class DatabaseArchiver {
       await this.collect(db).catch((err: Error) =>
         this.log.warn({ database: db.id, err: err.message }, 'WAL archiving failed'),
       );
-      if (this.backingUp.has(db.id)) continue;
+      if (this.backingUp.has(db.id) || !this.backupDue(db)) continue;
       // Read again: a backup that ended while this pass collected has updated the record.
       const now = await this.queries.byId(db.id);
-      if (!now || now.state !== 'ready') continue;
-      const due =
-        !now.last_base_backup_at ||
-        Date.now() - Date.parse(now.last_base_backup_at) >
-          this.config.dbBackupIntervalSeconds * 1000;
-      if (due) void this.backupInBackground(now);
+      if (now?.state === 'ready' && this.backupDue(now)) void this.backupInBackground(now);
     }
+  }
+
+  private backupDue(db: DatabaseRecord): boolean {
+    return (
+      !db.last_base_backup_at ||
+      Date.now() - Date.parse(db.last_base_backup_at) > this.config.dbBackupIntervalSeconds * 1000
+    );
   }
 
   /** Moves what waits in the outbox into the archive now; returns the last file moved. */
