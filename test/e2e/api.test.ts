@@ -182,5 +182,40 @@ describe('auth, bad input, admission, TTL, OpenAPI, audit (real gVisor)', () => 
       (e: { error_code: string | null }) => e.error_code === 'TEMPLATE_NOT_FOUND',
     );
     assert.ok(failures.length >= 1, 'failed requests are audited with their code');
+
+    // Filters: by resource, action prefix, result and request id; paging by `before`.
+    const byResource = await p.json(`/v1/audit?resource_id=${id}&limit=2`);
+    assert.deepEqual(
+      byResource.items.map((e: { action: string }) => e.action),
+      ['DELETE /v1/sandboxes/:id', 'POST /v1/sandboxes/:id/exec'],
+    );
+    assert.equal(byResource.next_before, byResource.items[1].id);
+    const rest = await p.json(`/v1/audit?resource_id=${id}&before=${byResource.next_before}`);
+    assert.deepEqual(
+      rest.items.map((e: { action: string }) => e.action),
+      ['POST /v1/sandboxes'],
+    );
+    assert.equal(rest.next_before, null);
+    const deletes = await p.json(`/v1/audit?action=${encodeURIComponent('DELETE /v1/sandboxes*')}`);
+    assert.ok(deletes.items.length >= 1);
+    assert.ok(
+      deletes.items.every((e: { action: string }) => e.action.startsWith('DELETE /v1/sandboxes')),
+    );
+    const failed = await p.json('/v1/audit?result=failure&error_code=TEMPLATE_NOT_FOUND');
+    assert.ok(
+      failed.items.length >= 1 && failed.items.every((e: { status: number }) => e.status >= 400),
+    );
+    const one = byResource.items[0];
+    const byRequest = await p.json(`/v1/audit?request_id=${one.request_id}`);
+    assert.deepEqual(byRequest.items, [one]);
+    const byActor = await p.json(`/v1/audit?actor=${one.actor}&resource_id=${id}`);
+    assert.equal(byActor.items.length, 3);
+    const future = await p.json(`/v1/audit?since=${new Date(Date.now() + 60_000).toISOString()}`);
+    assert.deepEqual(future.items, []);
+    const bad = await p.api('/v1/audit?result=maybe');
+    assert.equal(bad.status, 400);
+    assert.equal(((await bad.json()) as ErrorBody).error.code, 'INVALID_REQUEST');
+    // The log cannot be edited through the API.
+    assert.equal((await p.api(`/v1/audit`, { method: 'DELETE' })).status, 404);
   });
 });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Sandbox, WarrenError, listTemplates, type ConnectionOptions } from '@warren/sdk';
+import { Audit, Sandbox, WarrenError, listTemplates, type ConnectionOptions } from '@warren/sdk';
 import { runCli, startTestPlatform, type TestPlatform } from '../fixture';
 import { waitFor } from '../wait';
 
@@ -318,6 +318,17 @@ describe('TypeScript SDK and CLI (real gVisor)', () => {
         assert.equal(kill.stdout, `${id}\n`);
         const after = await p.json(`/v1/sandboxes/${id}`);
         assert.deepEqual([after.state, after.stop_reason], ['stopped', 'deleted']);
+
+        // The audit log shows this sandbox's calls, newest first, through the CLI and the SDK.
+        const audit = await cli(['audit', '--resource', id]);
+        assert.equal(audit.code, 0, audit.stderr);
+        const [auditHeader, ...auditLines] = audit.stdout.trimEnd().split('\n');
+        assert.match(auditHeader!, /^ID\s+WHEN\s+ACTOR\s+ACTION\s+RESOURCE\s+STATUS\s+ERROR$/);
+        assert.match(auditLines[0]!, new RegExp(`DELETE /v1/sandboxes/:id\\s+${id}\\s+200`));
+        assert.match(auditLines.at(-1)!, new RegExp(`POST /v1/sandboxes\\s+${id}\\s+201`));
+        const page = await Audit.list({ resource_id: id, action: 'POST /v1/sandboxes*' }, conn);
+        assert.ok(page.items.length >= 2, 'the create, exec and cp calls');
+        assert.ok(page.items.every((e) => e.action.startsWith('POST /v1/sandboxes')));
       } finally {
         await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
       }

@@ -22,6 +22,7 @@ import { register as volumeRm } from './commands/volume/rm';
 import { register as keyCreate } from './commands/key/create';
 import { register as keyLs } from './commands/key/ls';
 import { register as keyRevoke } from './commands/key/revoke';
+import { register as auditLs } from './commands/audit/ls';
 import { register as dbManage } from './commands/db/manage';
 import { register as dbPsql } from './commands/db/psql';
 import { formatError, type Io } from './io';
@@ -68,6 +69,7 @@ export function createProgram(io: Io): Command {
   const db = program.command('db').alias('database').description('manage PostgreSQL databases');
   dbManage(db, io);
   dbPsql(db, io);
+  auditLs(program, io);
 
   up(program, io);
   return program;

@@ -30,6 +30,8 @@ export {
 export type { BuildOptions } from './templates';
 export { Volumes } from './volumes';
 export { Keys, Organisations, SCOPES, type CreateKeyOptions } from './keys';
+export { Audit } from './audit';
+export type { AuditPage } from './audit';
 export { Database } from './databases';
 export type { DatabaseEvent } from './databases';
 export { getHealth } from './health';

@@ -1,5 +1,5 @@
 /** The audit log: one event for every state-changing request (app.ts), and reading it back. */
-import type { AuditRow, Store } from './store/store';
+import type { AuditFilter, AuditRow, Store } from './store/store';
 
 export class AuditService {
   constructor(private readonly store: Store) {}
@@ -8,7 +8,7 @@ export class AuditService {
     return this.store.audit(event);
   }
 
-  list(orgId: string, limit: number): Promise<AuditRow[]> {
-    return this.store.auditEvents(orgId, limit);
+  list(orgId: string, filter: AuditFilter, limit: number): Promise<(AuditRow & { id: number })[]> {
+    return this.store.auditEvents(orgId, filter, limit);
   }
 }

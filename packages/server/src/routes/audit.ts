@@ -1,19 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
+import { AuditEvent, AuditQuery } from '@warren/protocol';
 import type { AppContext } from '../context';
-
-const AuditEvent = Type.Object({
-  at: Type.String(),
-  org_id: Type.Union([Type.String(), Type.Null()]),
-  actor: Type.Union([Type.String(), Type.Null()]),
-  action: Type.String(),
-  resource_type: Type.Union([Type.String(), Type.Null()]),
-  resource_id: Type.Union([Type.String(), Type.Null()]),
-  status: Type.Integer(),
-  error_code: Type.Union([Type.String(), Type.Null()]),
-  request_id: Type.String(),
-});
 
 export const auditRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
@@ -24,16 +13,23 @@ export const auditRoutes =
       {
         schema: {
           tags: ['system'],
-          summary: 'Recent audit events of your organisation, newest first',
-          querystring: Type.Object(
-            { limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }) },
-            { additionalProperties: false },
-          ),
-          response: { 200: Type.Object({ items: Type.Array(AuditEvent) }) },
+          summary: 'Audit events of your organisation, newest first, with filters',
+          querystring: AuditQuery,
+          response: {
+            200: Type.Object({
+              items: Type.Array(AuditEvent),
+              next_before: Type.Union([Type.Integer(), Type.Null()], {
+                description: 'Pass as `before` for the next page; null on the last page',
+              }),
+            }),
+          },
         },
       },
-      async (req) => ({
-        items: await ctx.audit.list(req.principal!.orgId, req.query.limit),
-      }),
+      async (req) => {
+        const { limit, ...filter } = req.query;
+        const items = await ctx.audit.list(req.principal!.orgId, filter, limit);
+        const last = items[items.length - 1];
+        return { items, next_before: items.length === limit && last ? last.id : null };
+      },
     );
   };
