@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { COUNTER, createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
 import { waitFor, waitUntil } from '../wait';
 
@@ -158,6 +159,10 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
     await countsPast(await count(), 'the background process to run on after 20 cycles');
     assert.equal((await exec(p, id, { cmd: 'sh', args: ['-c', CHECKSUMS] })).stdout, 'intact\n');
     await p.host.settle();
+    // A process of the last cycle may still be exiting on a loaded machine: a leak stays.
+    const deadline = Date.now() + 10_000;
+    while (!isDeepStrictEqual(footprint(), first) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 200));
     assert.deepEqual(footprint(), first);
     assert.deepEqual(p.runscContainers(), [id]);
   });

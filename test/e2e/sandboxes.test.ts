@@ -137,6 +137,7 @@ describe('sandboxes over REST (real gVisor)', () => {
     } finally {
       await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
     }
+    await p.host.settle(); // the deleted sandbox's directory goes in the background
     const before = readdirSync(join(p.home, 'sandboxes')).length;
     const big = await p.api('/v1/sandboxes', {
       method: 'POST',
