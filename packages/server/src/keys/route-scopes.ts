@@ -30,6 +30,9 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   'GET /v1/sandboxes/:id/network': read,
   'PUT /v1/sandboxes/:id/network': write,
   'GET /v1/sandboxes/:id/egress': read,
+  'GET /v1/sandboxes/:id/metrics': read,
+  // A key sees its organisation's usage; the install's admin sees every organisation's.
+  'GET /v1/usage': read,
 
   'POST /v1/sandboxes/:id/exec': ['exec'],
   'POST /v1/sandboxes/:id/exec/stream': ['exec'],
