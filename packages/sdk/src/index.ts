@@ -33,6 +33,8 @@ export { Keys, Organisations, SCOPES, type CreateKeyOptions } from './keys';
 export { Database } from './databases';
 export type { DatabaseEvent } from './databases';
 export { getHealth } from './health';
+export { getUsage } from './usage';
+export type { MetricsOptions, TimeInput, UsageOptions } from './usage';
 export { HttpClient } from './client';
 export type { RequestOptions } from './client';
 export { resolveConfig, tokenFilePath, warrenHome, DEFAULT_API_URL } from './config';
@@ -76,4 +78,9 @@ export type {
   CreateDatabaseRequest,
   RestoreDatabaseRequest,
   BranchDatabaseRequest,
+  SandboxMetrics,
+  UsageReport,
+  UsageGroup,
+  UsageSample,
+  UsageFigures,
 } from '@warren/protocol';

@@ -19,6 +19,7 @@ export const metricsRoutes =
       {
         schema: {
           tags: ['system'],
+          produces: ['text/plain'],
           summary:
             "Prometheus metrics (text exposition format); needs an admin key of the install's organisation",
           response: {
