@@ -6,8 +6,9 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { WarrenError } from '@warren/protocol';
+import { WarrenError, type Scope } from '@warren/protocol';
 import type { AppContext } from '../context';
+import { ROUTE_SCOPES } from '../keys/route-scopes';
 import { requireScopes } from '../keys/scopes';
 import { errors } from './responses';
 
@@ -31,7 +32,7 @@ export const metricsRoutes =
       async (req, reply) => {
         const p = await ctx.keys.authenticate(req.headers.authorization);
         req.principal = p;
-        requireScopes(p.scopes, ['admin']);
+        requireScopes(p.scopes, ROUTE_SCOPES['GET /metrics'] as Scope[]);
         if (!p.installAdmin)
           throw new WarrenError(
             'MISSING_SCOPE',
