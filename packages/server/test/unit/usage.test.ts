@@ -167,8 +167,76 @@ describe('usage sampling and API (fake driver)', () => {
     const theirs: Json = await (await as('/v1/usage')).json();
     assert.deepEqual(theirs.groups, []);
     assert.equal((await as('/v1/usage?org_id=org_default')).status, 404);
+    // A key restricted to other labels sees none of the red sandbox's usage.
+    const blue: Json = await fx.json('/v1/keys', {
+      method: 'POST',
+      json: { name: 'blue', scopes: ['sandboxes:read'], sandbox_labels: { team: 'blue' } },
+    });
+    const seen: Json = await (
+      await fetch(`${fx.p.url}/v1/usage?group_by=label:team`, {
+        headers: { authorization: `Bearer ${blue.key}` },
+      })
+    ).json();
+    assert.deepEqual(seen.groups, []);
     const bad = await fx.api('/v1/usage?from=2026-12-02T10:00:00Z&to=2026-12-01T10:00:00Z');
     assert.equal(bad.status, 400);
     assert.equal((await fx.api('/v1/usage?group_by=colour')).status, 400);
+  });
+
+  it('counts ranges older than the sample retention in whole hours, kept past the purge', async () => {
+    const db = fx.p.context.store.db;
+    const hour = new Date(Date.now() - 3 * 24 * 3600_000);
+    hour.setUTCMinutes(0, 0, 0);
+    await db
+      .insertInto('usage_sandboxes')
+      .values({
+        sandbox_id: 'sbx_purged0000000000',
+        org_id: 'org_default',
+        template: 'old',
+        labels: '{"team":"gone"}',
+        last_at: hour.toISOString(),
+        last_started_at: hour.toISOString(),
+        last_cpu_seconds: 0,
+        last_memory_bytes: 0,
+        last_net_rx_bytes: 0,
+        last_net_tx_bytes: 0,
+      })
+      .execute();
+    await db
+      .insertInto('usage_hours')
+      .values(
+        [0, 1].map((n) => ({
+          sandbox_id: 'sbx_purged0000000000',
+          hour: new Date(hour.getTime() + n * 3600_000).toISOString(),
+          cpu_seconds: 100,
+          memory_gb_seconds: 50,
+          sandbox_seconds: 3600,
+          disk_bytes_peak: 1000 * (n + 1),
+          net_rx_bytes: 10,
+          net_tx_bytes: 20,
+        })),
+      )
+      .execute();
+    // A range inside the first hour counts that hour whole; one over both counts both.
+    const inFirst = new Date(hour.getTime() + 10 * 60_000).toISOString();
+    const one: Json = await fx.json(
+      `/v1/usage?group_by=template&from=${inFirst}&to=${inFirst.replace(':10:', ':20:')}`,
+    );
+    assert.deepEqual(
+      one.groups.map((g: Json) => [g.key, g.cpu_seconds]),
+      [['old', 100]],
+    );
+    const all: Json = await fx.json(
+      `/v1/usage?group_by=label:team&from=${new Date(hour.getTime() - 3600_000).toISOString()}`,
+    );
+    const gone = all.groups.find((g: Json) => g.key === 'gone');
+    assert.deepEqual(
+      [gone.cpu_seconds, gone.sandbox_seconds, gone.disk_bytes_peak, gone.net_tx_bytes],
+      [200, 7200, 2000, 40],
+    );
+    assert.ok(
+      all.groups.some((g: Json) => g.key === 'red'),
+      'recent samples are counted too',
+    );
   });
 });
