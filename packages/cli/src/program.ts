@@ -16,6 +16,7 @@ import { register as templateLs } from './commands/template/ls';
 import { register as templateRebuild } from './commands/template/rebuild';
 import { register as templateRm } from './commands/template/rm';
 import { register as up } from './commands/platform/up';
+import { register as usage } from './commands/platform/usage';
 import { register as volumeCreate } from './commands/volume/create';
 import { register as volumeLs } from './commands/volume/ls';
 import { register as volumeRm } from './commands/volume/rm';
@@ -72,6 +73,7 @@ export function createProgram(io: Io): Command {
   auditLs(program, io);
 
   up(program, io);
+  usage(program, io);
   return program;
 }
 

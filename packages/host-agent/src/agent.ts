@@ -30,6 +30,7 @@ import {
 } from './sandboxes/lifecycle';
 import { reconcile } from './sandboxes/reconcile';
 import { SandboxRegistry } from './sandboxes/registry';
+import { memoryUsedMb, sandboxUsage } from './sandboxes/usage';
 import { createObjectStore, hostArchiveApi } from './archive';
 import { createSnapshotStore, type SnapshotStore } from './snapshots';
 import { HostVolumes, templateSeed } from './storage/host-volumes';
@@ -122,7 +123,10 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
         },
       };
     },
-    capacity: async () => ctx.registry.capacity(),
+    async capacity() {
+      const used = await memoryUsedMb(ctx);
+      return { ...ctx.registry.capacity(), ...(used !== undefined && { memory_used_mb: used }) };
+    },
     sandboxes: {
       create,
       destroy: (id) => destroySandbox(ctx, id),
@@ -134,6 +138,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       releaseCapture: (captureId) => captures.release(captureId),
       snapshot: (id, snapshotId) => captures.snapshot(id, snapshotId),
       cpuUsageNs: (id) => cpuUsageNs(ctx, id),
+      usage: (id) => sandboxUsage(ctx, id),
       async live() {
         const listed = new Set(await driver.list());
         return ctx.registry.ids().filter((id) => listed.has(id));

@@ -15,5 +15,6 @@ export * from './api/health';
 export * from './api/databases';
 export * from './api/keys';
 export * from './api/audit';
+export * from './api/usage';
 
 export type { Static, TSchema } from '@sinclair/typebox';

@@ -92,6 +92,28 @@ export interface HostCapacity {
   memory_budget_mb: number;
   memory_reserved_mb: number;
   sandboxes: number;
+  /** Memory the live sandboxes use now, as the kernel charges it (absent when the host cannot tell). */
+  memory_used_mb?: number;
+}
+
+/**
+ * What a live sandbox has used, as its host measures it. The counters
+ * (CPU, network) count from `started_at`, when the runtime last started the
+ * sandbox: a wake or a restart of the agent starts them again from 0.
+ */
+export interface HostSandboxUsage {
+  /** When the counters started (ISO 8601). */
+  started_at: string;
+  /** CPU time since started_at, in seconds; null when the runtime does not tell. */
+  cpu_seconds: number | null;
+  /** Memory charged to the sandbox now (cgroup memory.current), in bytes; null when unknown. */
+  memory_bytes: number | null;
+  /** Bytes used on the sandbox's disk (its written files); null when it has no disk of its own. */
+  disk_bytes: number | null;
+  /** Bytes relayed into the sandbox over its egress connections since started_at. */
+  net_rx_bytes: number;
+  /** Bytes relayed out of the sandbox over its egress connections since started_at. */
+  net_tx_bytes: number;
 }
 
 /** A sandbox the control plane believes runs on this host (reconciliation after a restart). */
@@ -128,6 +150,8 @@ export interface HostSandboxApi {
   live(): Promise<string[]>;
   /** CPU time the sandbox has used, in nanoseconds (null when unknown or not running here). */
   cpuUsageNs(id: string): Promise<number | null>;
+  /** What a sandbox has used (CPU, memory, disk, network); null when it is not live here. */
+  usage(id: string): Promise<HostSandboxUsage | null>;
   /** Throws INVALID_NETWORK_POLICY for a policy (or secrets) this host cannot enforce. */
   checkNetwork(network: SandboxNetwork): Promise<void>;
   /** Changes the egress policy of a running or paused sandbox; open connections stay. */

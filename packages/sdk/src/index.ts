@@ -35,6 +35,8 @@ export type { AuditPage } from './audit';
 export { Database } from './databases';
 export type { DatabaseEvent } from './databases';
 export { getHealth } from './health';
+export { getUsage } from './usage';
+export type { MetricsOptions, TimeInput, UsageOptions } from './usage';
 export { HttpClient } from './client';
 export type { RequestOptions } from './client';
 export { resolveConfig, tokenFilePath, warrenHome, DEFAULT_API_URL } from './config';
@@ -78,4 +80,9 @@ export type {
   CreateDatabaseRequest,
   RestoreDatabaseRequest,
   BranchDatabaseRequest,
+  SandboxMetrics,
+  UsageReport,
+  UsageGroup,
+  UsageSample,
+  UsageFigures,
 } from '@warren/protocol';

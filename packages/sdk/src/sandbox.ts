@@ -8,6 +8,7 @@ import type {
   EgressSecret,
   NetworkPolicy,
   Sandbox as SandboxInfo,
+  SandboxMetrics,
   SandboxList,
   SandboxState,
   Snapshot,
@@ -18,6 +19,7 @@ import type { ConnectionOptions } from './config';
 import { Files } from './files';
 import { Network } from './network';
 import { Processes } from './processes';
+import { sandboxMetrics, type MetricsOptions } from './usage';
 
 export interface SandboxCreateOptions extends ConnectionOptions {
   /** Template name; the server defaults to 'base'. */
@@ -222,6 +224,11 @@ export class Sandbox {
 
   wake(): Promise<SandboxInfo> {
     return this.#lifecycle('wake');
+  }
+
+  /** Usage samples (CPU, memory, disk, network) between `since` and `until`, with their totals. */
+  metrics(opts: MetricsOptions = {}): Promise<SandboxMetrics> {
+    return sandboxMetrics(this.#http, this.id, opts);
   }
 
   /** Captures memory, processes and files; the sandbox goes on running. */

@@ -27,6 +27,9 @@ import { volumeRoutes } from './routes/volumes';
 import { databaseRoutes } from './routes/databases';
 import { keyRoutes } from './routes/keys';
 import { accessHooks, declareRouteScopes } from './keys/hooks';
+import { metricsHooks } from './metrics/hooks';
+import { metricsRoutes } from './routes/metrics';
+import { usageRoutes } from './routes/usage';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -111,6 +114,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   });
 
   accessHooks(app, ctx);
+  metricsHooks(app, ctx.metrics);
 
   app.addHook('preValidation', async (request) => {
     const schema = request.routeOptions.schema;
@@ -154,6 +158,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
       'NOT_FOUND',
       `no route ${request.method} ${request.url.split('?')[0]}`,
     );
+    request.errorCode = e.code;
     void reply.status(404).send(e.toBody(request.id));
   });
 
@@ -170,6 +175,8 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   await app.register(volumeRoutes(ctx));
   await app.register(databaseRoutes(ctx));
   await app.register(keyRoutes(ctx));
+  await app.register(usageRoutes(ctx));
+  await app.register(metricsRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

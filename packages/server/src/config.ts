@@ -69,6 +69,10 @@ export interface Config {
   dbArchivePollMs: number;
   /** How often databases are checked for crashes and for scale to zero. */
   dbWatchIntervalMs: number;
+  /** How often each live sandbox's usage is sampled (WARREN_USAGE_SAMPLE_MS). */
+  usageSampleMs: number;
+  /** How long usage samples are kept; hourly totals stay (WARREN_USAGE_RETENTION_SECONDS). */
+  usageRetentionSeconds: number;
 }
 
 function networkPolicy(value: string | undefined): NetworkPolicy {
@@ -163,6 +167,8 @@ export function loadConfig(
     dbBackupIntervalSeconds: int(env.WARREN_DB_BACKUP_INTERVAL_SECONDS, 24 * 3600),
     dbArchivePollMs: int(env.WARREN_DB_ARCHIVE_POLL_MS, 500),
     dbWatchIntervalMs: int(env.WARREN_DB_WATCH_INTERVAL_MS, 2000),
+    usageSampleMs: int(env.WARREN_USAGE_SAMPLE_MS, 5000),
+    usageRetentionSeconds: int(env.WARREN_USAGE_RETENTION_SECONDS, 24 * 3600),
     ...overrides,
   };
   return config;

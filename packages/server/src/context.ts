@@ -3,6 +3,7 @@ import type { AuditService } from './audit-service';
 import type { Config } from './config';
 import type { Databases } from './databases';
 import type { KeyService } from './keys/service';
+import type { Metrics } from './metrics/registry';
 import type { SandboxCreator } from './sandboxes/create';
 import type { SandboxGuest } from './sandboxes/guest';
 import type { SandboxLifecycle } from './sandboxes/lifecycle';
@@ -10,6 +11,7 @@ import type { NetworkService } from './sandboxes/network';
 import type { SnapshotService } from './sandboxes/snapshots';
 import type { Store } from './store/store';
 import type { TemplateService } from './template-service';
+import type { UsageService } from './usage/service';
 import type { VolumeService } from './volume-service';
 
 /**
@@ -31,6 +33,9 @@ export interface AppContext {
   volumes: VolumeService;
   templates: TemplateService;
   databases: Databases;
+  /** Prometheus metrics of this platform (GET /metrics). */
+  metrics: Metrics;
+  usage: UsageService;
   version: string;
   startedAt: number;
 }

@@ -10,6 +10,8 @@ import { buildApp, type App } from './app';
 import { AuditService } from './audit-service';
 import { ensureAdminToken } from './auth';
 import { KeyService } from './keys/service';
+import { instrumentHost } from './metrics/host';
+import { Metrics } from './metrics/registry';
 import { hostAgentConfig, loadConfig, type Config } from './config';
 import type { AppContext } from './context';
 import { createDatabases, type DatabaseLog } from './databases';
@@ -25,6 +27,8 @@ import { openSqliteStore } from './store/open';
 import { Sweeper } from './sweeper';
 import { TemplateService } from './template-service';
 import { VolumeService } from './volume-service';
+import { UsageSampler } from './usage/sampler';
+import { UsageService } from './usage/service';
 
 export const VERSION = '0.1.0';
 
@@ -70,10 +74,17 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const adminToken = await ensureAdminToken(store, tokenFile);
 
   let network: NetworkService | null = null;
+  let metrics: Metrics | null = null;
   const host = await createHostAgent({
     ...hostAgentConfig(config),
-    onEgressEvent: (sandboxId, e) => network?.record(sandboxId, e),
+    onEgressEvent: (sandboxId, e) => {
+      network?.record(sandboxId, e);
+      metrics?.egress(e);
+    },
   });
+  metrics = new Metrics(store, host);
+  const sampler = new UsageSampler(store, host, config.usageSampleMs, config.usageRetentionSeconds);
+  instrumentHost(host, metrics, sampler);
   await host.templates.ensure(config.templates, progress);
 
   const volumes = new VolumeService(store, host, config);
@@ -104,10 +115,13 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     volumes,
     templates: new TemplateService(store, host),
     databases,
+    metrics,
+    usage: new UsageService(store, sampler),
     version: VERSION,
     startedAt: Date.now(),
   };
   app = await buildApp(context, logger ?? { level: config.logLevel });
+  sampler.log = app.log;
   const sweeper = new Sweeper(
     new IdleSweeps(store, host, config, sandboxes),
     store,
@@ -121,6 +135,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   config.previewUrl ??= `http://{port}-{id}.${config.previewDomain}:${port}`;
   const shownHost = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   sweeper.start();
+  sampler.start();
 
   let closed = false;
   return {
@@ -145,6 +160,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
         for (const row of running)
           await sandboxes.destroy(row.org_id, row.id, 'platform shut down').catch(() => undefined);
       }
+      await sampler.stop();
       await host.close({ destroy: config.destroyOnClose });
       await store.close();
     },

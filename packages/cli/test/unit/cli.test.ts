@@ -5,7 +5,13 @@ import { basename, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { runCli, type Io } from '../../src/index';
-import type { NetworkPolicy, NetworkView, SandboxList, WriteResult } from '@warren/protocol';
+import type {
+  NetworkPolicy,
+  NetworkView,
+  SandboxList,
+  UsageReport,
+  WriteResult,
+} from '@warren/protocol';
 import {
   deadUrl,
   fileInfo,
@@ -90,6 +96,24 @@ before(async () => {
           },
         ],
       } satisfies EgressEventListBody);
+    }
+    if (route === 'GET /v1/usage') {
+      const figures = {
+        cpu_seconds: 12.5,
+        memory_gb_seconds: 3,
+        sandbox_seconds: 60,
+        disk_bytes_peak: 2 * 1024 * 1024,
+        net_rx_bytes: 0,
+        net_tx_bytes: 0,
+      };
+      const by = req.query.get('group_by');
+      return sendJson(res, 200, {
+        from: req.query.get('from') ?? '',
+        to: '2026-01-02T00:00:00.000Z',
+        group_by: by ?? '',
+        groups: [{ key: 'red', sandboxes: 2, ...figures }],
+        totals: figures,
+      } satisfies UsageReport);
     }
     if (req.method === 'DELETE' && req.path === '/v1/sandboxes/sbx_1') {
       return sendJson(res, 200, { id: 'sbx_1', deleted: true } satisfies DeleteResultBody);
@@ -259,4 +283,14 @@ test('sandbox network shows and replaces the egress policy; sandbox egress lists
   assert.equal(log.code, 0);
   assert.match(log.stdout, /denied\s+http\s+pypi\.org:443 .*not in allow list/);
   assert.equal(api.requests.at(-1)!.query.get('decision'), 'denied');
+});
+
+test('usage passes the range and grouping and prints a table', async () => {
+  const r = await warren('usage', '--group-by', 'label:team', '--from', '2026-01-01T00:00:00Z');
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(api.requests.at(-1)!.query.get('group_by'), 'label:team');
+  assert.equal(api.requests.at(-1)!.query.get('from'), '2026-01-01T00:00:00Z');
+  const [header, row] = r.stdout.trim().split('\n');
+  assert.match(header!, /^GROUP\s+SANDBOXES\s+CPU S/);
+  assert.match(row!, /^red\s+2\s+12\.5\s+3\.0\s+60\s+2\.0 MB/);
 });

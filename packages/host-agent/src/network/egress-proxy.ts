@@ -28,8 +28,16 @@ import { compilePolicy, normaliseName, type CompiledPolicy } from './policy';
 
 export type { EgressOptions, EgressRecord } from './egress/types';
 
+/** Bytes a sandbox's egress connections carried: those closed, and the ones still open. */
+interface Traffic {
+  rx: number;
+  tx: number;
+  open: Set<Socket>;
+}
+
 export class EgressProxy {
   private readonly sandboxes = new Map<string, SandboxEgress>();
+  private readonly traffic = new Map<string, Traffic>();
   private readonly http: HttpProxy;
 
   constructor(readonly options: EgressOptions) {
@@ -64,7 +72,36 @@ export class EgressProxy {
   detach(id: string): void {
     const sbx = this.sandboxes.get(id);
     this.sandboxes.delete(id);
+    this.traffic.delete(id);
     for (const s of sbx?.sockets ?? []) s.destroy();
+  }
+
+  /**
+   * Bytes relayed into (rx) and out of (tx) a sandbox over its egress
+   * connections since it was configured, counted on the relayed sockets
+   * (what the sandbox's clients sent and got, proxy requests included).
+   */
+  bytes(id: string): { rx: number; tx: number } {
+    const t = this.traffic.get(id);
+    if (!t) return { rx: 0, tx: 0 };
+    let { rx, tx } = t;
+    for (const s of t.open) {
+      rx += s.bytesWritten;
+      tx += s.bytesRead;
+    }
+    return { rx, tx };
+  }
+
+  private count(id: string, socket: Socket): void {
+    let t = this.traffic.get(id);
+    if (!t) this.traffic.set(id, (t = { rx: 0, tx: 0, open: new Set() }));
+    const traffic = t;
+    traffic.open.add(socket);
+    socket.once('close', () => {
+      if (!traffic.open.delete(socket)) return;
+      traffic.rx += socket.bytesWritten;
+      traffic.tx += socket.bytesRead;
+    });
   }
 
   /** A connection the sandbox's guest agent relayed: SOCKS5 starts with byte 5, HTTP with a letter. */
@@ -73,6 +110,7 @@ export class EgressProxy {
     socket.on('error', () => undefined);
     if (!sbx) return void socket.destroy();
     track(sbx, socket);
+    this.count(id, socket);
     readBytes(socket, 1).then(
       (first) => {
         socket.unshift(first);

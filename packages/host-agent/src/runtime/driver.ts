@@ -81,6 +81,8 @@ export interface RuntimeDriver {
   destroy(id: string): Promise<void>;
   /** CPU time used by the sandbox so far, in nanoseconds; null when unknown. */
   cpuUsageNs(id: string): Promise<number | null>;
+  /** Memory charged to the sandbox now, in bytes; null when unknown. */
+  memoryBytes(id: string): Promise<number | null>;
   /** Ids of the sandboxes that are running or paused (for reconciliation after a restart). */
   list(): Promise<string[]>;
   /** How the host reaches the guest agent of the sandbox with this spec. */

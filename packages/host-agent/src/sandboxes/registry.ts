@@ -16,6 +16,8 @@ export interface LiveSandbox {
 
 export class SandboxRegistry {
   private readonly sandboxes = new Map<string, LiveSandbox>();
+  /** When each live sandbox was (re)started or adopted: its usage counters count from then. */
+  private readonly started = new Map<string, string>();
   /** Memory reserved by sandboxes being created or running, in MiB. */
   private reservedMb = 0;
   /** Runtime teardowns still running in the background, by sandbox (awaited by settle). */
@@ -54,12 +56,14 @@ export class SandboxRegistry {
   /** Adds a sandbox whose memory was reserved for it. */
   add(sbx: LiveSandbox): void {
     this.sandboxes.set(sbx.id, sbx);
+    this.started.set(sbx.id, new Date().toISOString());
   }
 
   /** Adds a sandbox found running (after a restart), counting its memory without admission. */
   adopt(sbx: LiveSandbox): void {
     this.reservedMb += sbx.memoryMb;
     this.sandboxes.set(sbx.id, sbx);
+    this.started.set(sbx.id, new Date().toISOString());
   }
 
   /** Forgets a sandbox and releases its reservation; returns what it was. */
@@ -67,8 +71,14 @@ export class SandboxRegistry {
     const sbx = this.sandboxes.get(id);
     if (!sbx) return undefined;
     this.sandboxes.delete(id);
+    this.started.delete(id);
     this.reservedMb -= sbx.memoryMb;
     return sbx;
+  }
+
+  /** When a live sandbox was started or adopted (ISO 8601), or undefined. */
+  startedAt(id: string): string | undefined {
+    return this.started.get(id);
   }
 
   has(id: string): boolean {

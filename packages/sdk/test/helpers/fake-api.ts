@@ -29,6 +29,7 @@ import type {
   Static,
   Template,
   TemplateList,
+  UsageReport,
   Volume,
   WriteResult,
 } from '@warren/protocol';
@@ -56,6 +57,7 @@ export type ApiBody =
   | TemplateListBody
   | Volume
   | Health
+  | UsageReport
   | ErrorBody;
 
 export interface Recorded {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Sandbox } from '../../src/index';
+import { Sandbox, getUsage } from '../../src/index';
 import type { SandboxList } from '@warren/protocol';
 import {
   sandboxRecord,
@@ -76,4 +76,19 @@ test('connect fetches the sandbox; ids are URL-encoded', async () => {
   assert.equal(sbx.info.id, 'sbx_1');
   await Sandbox.connect('a/b', opts);
   assert.equal(api.requests.at(-1)!.path, '/v1/sandboxes/a%2Fb');
+});
+
+test('metrics and usage send their ranges as ISO times', async () => {
+  const sbx = await Sandbox.connect('sbx_m', opts);
+  await sbx.metrics({ since: new Date('2026-12-01T10:00:00Z'), until: '2026-12-01T11:00:00Z' });
+  const m = api.requests.at(-1)!;
+  assert.equal(m.path, '/v1/sandboxes/sbx_m/metrics');
+  assert.equal(m.query.get('since'), '2026-12-01T10:00:00.000Z');
+  assert.equal(m.query.get('until'), '2026-12-01T11:00:00Z');
+  await getUsage({ ...opts, groupBy: 'label:team', from: new Date('2026-12-01T00:00:00Z') });
+  const u = api.requests.at(-1)!;
+  assert.equal(u.path, '/v1/usage');
+  assert.equal(u.query.get('group_by'), 'label:team');
+  assert.equal(u.query.get('from'), '2026-12-01T00:00:00.000Z');
+  assert.equal(u.query.get('to'), null);
 });

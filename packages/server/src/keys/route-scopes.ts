@@ -30,6 +30,9 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   'GET /v1/sandboxes/:id/network': read,
   'PUT /v1/sandboxes/:id/network': write,
   'GET /v1/sandboxes/:id/egress': read,
+  'GET /v1/sandboxes/:id/metrics': read,
+  // A key sees its organisation's usage; the install's admin sees every organisation's.
+  'GET /v1/usage': read,
 
   'POST /v1/sandboxes/:id/exec': ['exec'],
   'POST /v1/sandboxes/:id/exec/stream': ['exec'],
@@ -87,6 +90,10 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   'POST /v1/orgs': ['admin'],
   // Every key sees its own organisation; the install's admin sees them all.
   'GET /v1/orgs': 'any',
+
+  // Outside /v1, so the access hooks leave it alone: its handler (routes/metrics.ts) checks this,
+  // and that the key is of the install's organisation.
+  'GET /metrics': ['admin'],
 };
 
 /** The access a route declares; HEAD routes are their GET's. Undefined when it declares none. */

@@ -4,6 +4,7 @@
  * Every resource table has org_id: tenancy is a filter, never a migration.
  */
 import type { Kysely, Migration } from 'kysely';
+import { usageMigration } from './migration-usage';
 
 export const migrations: Record<string, Migration> = {
   '0001_initial': {
@@ -268,4 +269,5 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0011_usage': usageMigration,
 };

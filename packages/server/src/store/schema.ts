@@ -194,6 +194,50 @@ export interface DatabaseBackupTable {
   size: number;
 }
 
+/**
+ * Usage: what each sandbox is known by (kept when its record is purged) and
+ * the last counters its host reported, from which the next sample counts.
+ */
+export interface UsageSandboxTable {
+  sandbox_id: string;
+  org_id: string;
+  template: string;
+  /** JSON object: the sandbox's labels when last sampled. */
+  labels: string;
+  last_at: string;
+  last_started_at: string;
+  last_cpu_seconds: number;
+  last_memory_bytes: number;
+  last_net_rx_bytes: number;
+  last_net_tx_bytes: number;
+}
+
+/** One sample of a sandbox: gauges at `at`, the rest used in the interval that ends there. */
+export interface UsageSampleTable {
+  id: Generated<number>;
+  sandbox_id: string;
+  at: string;
+  interval_seconds: number;
+  cpu_seconds: number;
+  memory_bytes: number;
+  memory_gb_seconds: number;
+  disk_bytes: number | null;
+  net_rx_bytes: number;
+  net_tx_bytes: number;
+}
+
+/** Usage per sandbox and hour (`hour` is its start), kept after the samples are pruned. */
+export interface UsageHourTable {
+  sandbox_id: string;
+  hour: string;
+  cpu_seconds: number;
+  memory_gb_seconds: number;
+  sandbox_seconds: number;
+  disk_bytes_peak: number;
+  net_rx_bytes: number;
+  net_tx_bytes: number;
+}
+
 export interface Database {
   organisations: OrganisationTable;
   api_tokens: ApiTokenTable;
@@ -208,4 +252,7 @@ export interface Database {
   databases: DatabaseTable;
   database_events: DatabaseEventTable;
   database_backups: DatabaseBackupTable;
+  usage_sandboxes: UsageSandboxTable;
+  usage_samples: UsageSampleTable;
+  usage_hours: UsageHourTable;
 }

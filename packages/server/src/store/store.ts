@@ -292,6 +292,16 @@ export class Store {
       .execute();
   }
 
+  /** How many sandbox records are in each state, every organisation. */
+  async countSandboxesByState(): Promise<Record<string, number>> {
+    const rows = await this.db
+      .selectFrom('sandboxes')
+      .select((eb) => ['state', eb.fn.countAll<number>().as('n')])
+      .groupBy('state')
+      .execute();
+    return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+  }
+
   /** Forgets stopped sandboxes older than the retention period. */
   async purgeStopped(before: string): Promise<number> {
     const old = await this.db

@@ -4,7 +4,7 @@
  * it must never back a feature test or a real deployment.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GUEST_CHANNEL_SOCKET, GUEST_DATA_SOCKET, WarrenError } from '@warren/protocol';
@@ -106,6 +106,19 @@ export class FakeDriver implements RuntimeDriver {
 
   async cpuUsageNs(id: string): Promise<number | null> {
     return this.running.has(id) ? 0 : null;
+  }
+
+  /** The guest agent process's resident memory (VmRSS), read from /proc. */
+  async memoryBytes(id: string): Promise<number | null> {
+    const pid = this.running.get(id)?.pid;
+    if (pid === undefined) return null;
+    try {
+      const status = await readFile(`/proc/${pid}/status`, 'utf8');
+      const kb = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+      return kb ? Number(kb) * 1024 : null;
+    } catch {
+      return null;
+    }
   }
 
   async list(): Promise<string[]> {

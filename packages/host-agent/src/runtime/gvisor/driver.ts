@@ -155,6 +155,22 @@ export class GvisorDriver implements RuntimeDriver {
     }
   }
 
+  /** From the sandbox's memory cgroup (v1 memory.usage_in_bytes, or v2 memory.current): page cache included. */
+  async memoryBytes(id: string): Promise<number | null> {
+    for (const file of [
+      join(CGROUP_ROOT, 'memory', id, 'memory.usage_in_bytes'),
+      join(CGROUP_ROOT, id, 'memory.current'),
+    ]) {
+      try {
+        const n = Number((await readFile(file, 'utf8')).trim());
+        if (Number.isFinite(n)) return n;
+      } catch {
+        // not this cgroup version
+      }
+    }
+    return null;
+  }
+
   /** Live sandboxes only: runsc also lists stopped ones (a checkpoint stops its sandbox). */
   async list(): Promise<string[]> {
     const out = await runsc(this.opts, ['list', '-format', 'json']).catch(() => '[]');

@@ -1,0 +1,54 @@
+/**
+ * What a live sandbox uses, as this host measures it: CPU and memory from
+ * the runtime (the sandbox's cgroup for gVisor), disk from the file system
+ * of its writable layer, network from the egress proxy's relayed sockets.
+ */
+import { stat, statfs } from 'node:fs/promises';
+import type { HostSandboxUsage } from '@warren/protocol';
+import type { HostContext } from '../context';
+import { sandboxDiskPaths } from '../storage/sandbox-disk';
+
+/**
+ * Bytes in use on the sandbox's own disk (see storage/sandbox-disk.ts): its
+ * written files and its file system's metadata. Null when the disk is not a
+ * file system of its own (a driver without disk limits keeps no such disk).
+ */
+export async function diskUsedBytes(workDir: string): Promise<number | null> {
+  const { root } = sandboxDiskPaths(workDir);
+  try {
+    const [disk, parent] = await Promise.all([stat(root), stat(workDir)]);
+    if (disk.dev === parent.dev) return null;
+    const s = await statfs(root);
+    return (s.blocks - s.bfree) * s.bsize;
+  } catch {
+    return null;
+  }
+}
+
+export async function sandboxUsage(ctx: HostContext, id: string): Promise<HostSandboxUsage | null> {
+  const startedAt = ctx.registry.startedAt(id);
+  if (!ctx.registry.has(id) || startedAt === undefined) return null;
+  const sbx = ctx.registry.live(id);
+  const [cpuNs, memory, disk] = await Promise.all([
+    ctx.driver.cpuUsageNs(id),
+    ctx.driver.memoryBytes(id),
+    diskUsedBytes(sbx.workDir),
+  ]);
+  const net = ctx.egress?.bytes(id) ?? { rx: 0, tx: 0 };
+  return {
+    started_at: startedAt,
+    cpu_seconds: cpuNs === null ? null : cpuNs / 1e9,
+    memory_bytes: memory,
+    disk_bytes: disk,
+    net_rx_bytes: net.rx,
+    net_tx_bytes: net.tx,
+  };
+}
+
+/** Memory the live sandboxes use now, in MiB; undefined when the runtime tells for none of them. */
+export async function memoryUsedMb(ctx: HostContext): Promise<number | undefined> {
+  const each = await Promise.all(ctx.registry.ids().map((id) => ctx.driver.memoryBytes(id)));
+  const known = each.filter((b): b is number => b !== null);
+  if (known.length === 0 && each.length > 0) return undefined;
+  return Math.round(known.reduce((a, b) => a + b, 0) / 1024 / 1024);
+}
