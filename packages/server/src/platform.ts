@@ -94,7 +94,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     config,
     store,
     audit: new AuditService(store),
-    keys: new KeyService(store),
+    keys: new KeyService(store, config.jwt, config.authFailures),
     host,
     sandboxes,
     creator,
