@@ -26,6 +26,7 @@ import { networkRoutes } from './routes/network';
 import { volumeRoutes } from './routes/volumes';
 import { databaseRoutes } from './routes/databases';
 import { keyRoutes } from './routes/keys';
+import { quotaRoutes } from './routes/quotas';
 import { accessHooks, declareRouteScopes } from './keys/hooks';
 
 declare module 'fastify' {
@@ -170,6 +171,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   await app.register(volumeRoutes(ctx));
   await app.register(databaseRoutes(ctx));
   await app.register(keyRoutes(ctx));
+  await app.register(quotaRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

@@ -6,6 +6,7 @@ import type { KeyService } from './keys/service';
 import type { SandboxCreator } from './sandboxes/create';
 import type { SandboxGuest } from './sandboxes/guest';
 import type { SandboxLifecycle } from './sandboxes/lifecycle';
+import type { QuotaService } from './quotas/service';
 import type { NetworkService } from './sandboxes/network';
 import type { SnapshotService } from './sandboxes/snapshots';
 import type { Store } from './store/store';
@@ -31,6 +32,7 @@ export interface AppContext {
   volumes: VolumeService;
   templates: TemplateService;
   databases: Databases;
+  quotas: QuotaService;
   version: string;
   startedAt: number;
 }

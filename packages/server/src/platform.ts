@@ -21,6 +21,7 @@ import { NetworkService } from './sandboxes/network';
 import { reconcileSandboxes } from './sandboxes/reconcile';
 import { SnapshotService } from './sandboxes/snapshots';
 import { IdleSweeps } from './sandboxes/sweeps';
+import { QuotaService } from './quotas/service';
 import { openSqliteStore } from './store/open';
 import { Sweeper } from './sweeper';
 import { TemplateService } from './template-service';
@@ -90,6 +91,9 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     error: (o, m) => app?.log.error(o, m),
   };
   const databases = await createDatabases(store, host, config, creator, sandboxes, log);
+  const quotas = new QuotaService(store, config.quotaDefaults);
+  const snapshots = new SnapshotService(store, host, sandboxes, creator);
+  for (const service of [creator, volumes, databases.service, snapshots]) service.quotas = quotas;
   const context: AppContext = {
     config,
     store,
@@ -98,12 +102,13 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     host,
     sandboxes,
     creator,
-    snapshots: new SnapshotService(store, host, sandboxes, creator),
+    snapshots,
     guest: new SandboxGuest(host, sandboxes),
     network,
     volumes,
     templates: new TemplateService(store, host),
     databases,
+    quotas,
     version: VERSION,
     startedAt: Date.now(),
   };

@@ -26,8 +26,10 @@ export const QuotaLimits = Type.Object({
   snapshot_bytes: limit(
     'Bytes of stored snapshots; a snapshot is refused once the total reaches it.',
   ),
-  creates_burst: limit('Sandbox creates in a burst (the token bucket size).'),
-  creates_per_second: Type.Union([Type.Number({ minimum: 0 }), Type.Null()], {
+  creates_burst: limit(
+    'Sandbox creates in a burst (the token bucket size; default: one second of creates_per_second, at least 1).',
+  ),
+  creates_per_second: Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()], {
     description: 'Sandbox creates refilled per second. Null: no create rate limit.',
   }),
 });

@@ -87,6 +87,10 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   'POST /v1/orgs': ['admin'],
   // Every key sees its own organisation; the install's admin sees them all.
   'GET /v1/orgs': 'any',
+  // Quotas: an organisation reads its own; the install's admin sets anyone's.
+  'GET /v1/quotas': 'any',
+  'GET /v1/orgs/:id/quotas': ['admin'],
+  'PUT /v1/orgs/:id/quotas': ['admin'],
 };
 
 /** The access a route declares; HEAD routes are their GET's. Undefined when it declares none. */

@@ -194,6 +194,13 @@ export interface DatabaseBackupTable {
   size: number;
 }
 
+/** An organisation's quota overrides (JSON of QuotaOverrides); no row: the install defaults. */
+export interface OrgQuotaTable {
+  org_id: string;
+  overrides: string;
+  updated_at: string;
+}
+
 export interface Database {
   organisations: OrganisationTable;
   api_tokens: ApiTokenTable;
@@ -208,4 +215,5 @@ export interface Database {
   databases: DatabaseTable;
   database_events: DatabaseEventTable;
   database_backups: DatabaseBackupTable;
+  org_quotas: OrgQuotaTable;
 }
