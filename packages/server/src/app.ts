@@ -59,11 +59,15 @@ async function readJsonBody(payload: Readable, limit: number): Promise<unknown> 
   }
 }
 
-export async function buildApp(ctx: AppContext, logger: boolean | object = true): Promise<App> {
+export async function buildApp(
+  ctx: AppContext,
+  logger: boolean | object = true,
+  tls?: { cert: string; key: string },
+): Promise<App> {
   const preview = new PreviewProxy(ctx);
   const app = Fastify({
     logger,
-    serverFactory: previewServerFactory(preview),
+    serverFactory: previewServerFactory(preview, tls),
     bodyLimit: 32 * 1024 * 1024,
     genReqId: () => newId('request'),
     requestIdHeader: false,

@@ -29,8 +29,9 @@ export interface AuthFailureConfig {
   blockSeconds: number;
 }
 
-/** Files of the API's certificate chain and key, or `auto` (issued by the install's CA). */
-export type TlsConfig = { kind: 'files'; certFile: string; keyFile: string } | { kind: 'auto' };
+/** Files of the API's certificate chain and key, or `auto` (issued by the install's CA for `names` too). */
+export type TlsConfig =
+  { kind: 'files'; certFile: string; keyFile: string } | { kind: 'auto'; names: string[] };
 
 export interface AuthConfig {
   jwt: JwtConfig | null;
@@ -71,7 +72,8 @@ function jwtConfig(env: NodeJS.ProcessEnv): JwtConfig | null {
 function tlsConfig(env: NodeJS.ProcessEnv): TlsConfig | null {
   const cert = env.WARREN_TLS_CERT;
   const key = env.WARREN_TLS_KEY;
-  if (env.WARREN_TLS === 'auto') return { kind: 'auto' };
+  if (env.WARREN_TLS === 'auto')
+    return { kind: 'auto', names: (env.WARREN_TLS_NAMES ?? '').split(',').filter(Boolean) };
   if (env.WARREN_TLS && env.WARREN_TLS !== 'off')
     throw new Error(`WARREN_TLS must be auto or off, not ${JSON.stringify(env.WARREN_TLS)}`);
   if (!cert && !key) return null;

@@ -24,6 +24,7 @@ import { IdleSweeps } from './sandboxes/sweeps';
 import { QuotaService } from './quotas/service';
 import { openSqliteStore } from './store/open';
 import { Sweeper } from './sweeper';
+import { loadApiTls } from './tls';
 import { TemplateService } from './template-service';
 import { VolumeService } from './volume-service';
 
@@ -112,7 +113,8 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     version: VERSION,
     startedAt: Date.now(),
   };
-  app = await buildApp(context, logger ?? { level: config.logLevel });
+  const tls = await loadApiTls(config);
+  app = await buildApp(context, logger ?? { level: config.logLevel }, tls ?? undefined);
   const sweeper = new Sweeper(
     new IdleSweeps(store, host, config, sandboxes),
     store,
@@ -123,13 +125,14 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const address = await app.listen({ host: config.host, port: config.port });
   const port = new URL(address).port;
   const dbPort = await databases.start();
-  config.previewUrl ??= `http://{port}-{id}.${config.previewDomain}:${port}`;
+  const scheme = tls ? 'https' : 'http';
+  config.previewUrl ??= `${scheme}://{port}-{id}.${config.previewDomain}:${port}`;
   const shownHost = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   sweeper.start();
 
   let closed = false;
   return {
-    url: `http://${shownHost}:${port}`,
+    url: `${scheme}://${shownHost}:${port}`,
     adminToken,
     tokenFile,
     config,
