@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestPlatform, type TestPlatform } from '../fixture';
+import { Quotas } from '@warren/sdk';
+import { runCli, startTestPlatform, type TestPlatform } from '../fixture';
 import { waitFor } from '../wait';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -73,6 +74,18 @@ describe('quotas per organisation (real gVisor)', () => {
     assert.equal(mine.org_id, org);
     assert.deepEqual(mine.overrides, { sandboxes: 2 });
     assert.equal(mine.usage.sandboxes, 0);
+    // The SDK and the CLI.
+    const viaSdk = await Quotas.get(undefined, { apiUrl: p.url, apiKey: key });
+    assert.equal(viaSdk.limits.sandboxes, 2);
+    const cli = await runCli(p, ['quotas', '--org', org, '--set', 'sandboxes=2', '--json']);
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.deepEqual(JSON.parse(cli.stdout).overrides, { sandboxes: 2 });
+    const table = await runCli(p, ['quotas']);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /sandboxes\s+unlimited\s+default\s+0/);
+    const bad = await runCli(p, ['quotas', '--org', org, '--set', 'cpus=1']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /unknown quota cpus/);
   });
 
   it('six concurrent creates under a quota of two: two made, four 429, nothing leaked', async () => {

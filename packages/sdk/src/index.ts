@@ -30,6 +30,7 @@ export {
 export type { BuildOptions } from './templates';
 export { Volumes } from './volumes';
 export { Keys, Organisations, SCOPES, type CreateKeyOptions } from './keys';
+export { Quotas, type OrganisationQuotas, type QuotaOverrides } from './quotas';
 export { Database } from './databases';
 export type { DatabaseEvent } from './databases';
 export { getHealth } from './health';
