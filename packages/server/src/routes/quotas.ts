@@ -11,8 +11,12 @@ export const quotaRoutes =
   async (fastify) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
-    /** The organisation, for the install's admin only (others' admins get MISSING_SCOPE, as for creating one). */
-    async function adminOrg(p: Principal, id: string): Promise<string> {
+    /**
+     * The organisation, for the install's admin (others get MISSING_SCOPE, as
+     * for creating one); with `readOwn`, also an admin key of that organisation.
+     */
+    async function adminOrg(p: Principal, id: string, readOwn = false): Promise<string> {
+      if (readOwn && id === p.orgId) return id;
       if (!p.installAdmin)
         throw new WarrenError(
           'MISSING_SCOPE',
@@ -41,12 +45,13 @@ export const quotaRoutes =
       {
         schema: {
           tags: ['quotas'],
-          summary: "An organisation's quotas, overrides and use (the install's admin only)",
+          summary:
+            "An organisation's quotas, overrides and use (the install's admin, or an admin key of that organisation)",
           params: IdParams,
           response: { 200: OrganisationQuotas, ...errors },
         },
       },
-      async (req) => ctx.quotas.view(await adminOrg(req.principal!, req.params.id)),
+      async (req) => ctx.quotas.view(await adminOrg(req.principal!, req.params.id, true)),
     );
 
     app.put(
