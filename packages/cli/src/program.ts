@@ -24,6 +24,7 @@ import { register as keyCreate } from './commands/key/create';
 import { register as keyLs } from './commands/key/ls';
 import { register as keyRevoke } from './commands/key/revoke';
 import { register as auditLs } from './commands/audit/ls';
+import { register as quotas } from './commands/quota/quotas';
 import { register as dbManage } from './commands/db/manage';
 import { register as dbPsql } from './commands/db/psql';
 import { formatError, type Io } from './io';
@@ -67,6 +68,7 @@ export function createProgram(io: Io): Command {
   keyCreate(key, io);
   keyLs(key, io);
   keyRevoke(key, io);
+  quotas(program, io);
   const db = program.command('db').alias('database').description('manage PostgreSQL databases');
   dbManage(db, io);
   dbPsql(db, io);

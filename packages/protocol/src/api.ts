@@ -16,5 +16,6 @@ export * from './api/databases';
 export * from './api/keys';
 export * from './api/audit';
 export * from './api/usage';
+export * from './api/quotas';
 
 export type { Static, TSchema } from '@sinclair/typebox';

@@ -32,6 +32,7 @@ export { Volumes } from './volumes';
 export { Keys, Organisations, SCOPES, type CreateKeyOptions } from './keys';
 export { Audit } from './audit';
 export type { AuditPage } from './audit';
+export { Quotas, type OrganisationQuotas, type QuotaOverrides } from './quotas';
 export { Database } from './databases';
 export type { DatabaseEvent } from './databases';
 export { getHealth } from './health';

@@ -26,6 +26,7 @@ import { networkRoutes } from './routes/network';
 import { volumeRoutes } from './routes/volumes';
 import { databaseRoutes } from './routes/databases';
 import { keyRoutes } from './routes/keys';
+import { quotaRoutes } from './routes/quotas';
 import { accessHooks, declareRouteScopes } from './keys/hooks';
 import { metricsHooks } from './metrics/hooks';
 import { metricsRoutes } from './routes/metrics';
@@ -61,11 +62,15 @@ async function readJsonBody(payload: Readable, limit: number): Promise<unknown> 
   }
 }
 
-export async function buildApp(ctx: AppContext, logger: boolean | object = true): Promise<App> {
+export async function buildApp(
+  ctx: AppContext,
+  logger: boolean | object = true,
+  tls?: { cert: string; key: string },
+): Promise<App> {
   const preview = new PreviewProxy(ctx);
   const app = Fastify({
     logger,
-    serverFactory: previewServerFactory(preview),
+    serverFactory: previewServerFactory(preview, tls),
     bodyLimit: 32 * 1024 * 1024,
     genReqId: () => newId('request'),
     requestIdHeader: false,
@@ -177,6 +182,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   await app.register(keyRoutes(ctx));
   await app.register(usageRoutes(ctx));
   await app.register(metricsRoutes(ctx));
+  await app.register(quotaRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

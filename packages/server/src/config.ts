@@ -4,10 +4,11 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DriverName, HostAgentConfig, S3StoreConfig } from '@warren/host-agent';
 import type { NetworkPolicy } from '@warren/protocol';
+import { loadAuthConfig, type AuthConfig } from './auth-config';
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 
-export interface Config {
+export interface Config extends AuthConfig {
   /** State directory: database, admin token, sandboxes, templates. */
   home: string;
   host: string;
@@ -129,7 +130,7 @@ export function loadConfig(
   const home = overrides.home ?? env.WARREN_HOME ?? join(env.HOME ?? '/root', '.warren');
   const config: Config = {
     home,
-    // Loopback unless told otherwise: the API is plain HTTP (put TLS in front to expose it).
+    // Loopback unless told otherwise: the API is plain HTTP unless WARREN_TLS* says otherwise.
     host: env.WARREN_HOST ?? '127.0.0.1',
     port: int(env.WARREN_PORT, 8080),
     templatesDir: env.WARREN_TEMPLATES_DIR ?? join(home, 'templates'),
@@ -169,6 +170,7 @@ export function loadConfig(
     dbWatchIntervalMs: int(env.WARREN_DB_WATCH_INTERVAL_MS, 2000),
     usageSampleMs: int(env.WARREN_USAGE_SAMPLE_MS, 5000),
     usageRetentionSeconds: int(env.WARREN_USAGE_RETENTION_SECONDS, 24 * 3600),
+    ...loadAuthConfig(env),
     ...overrides,
   };
   return config;

@@ -7,6 +7,7 @@ import type { Metrics } from './metrics/registry';
 import type { SandboxCreator } from './sandboxes/create';
 import type { SandboxGuest } from './sandboxes/guest';
 import type { SandboxLifecycle } from './sandboxes/lifecycle';
+import type { QuotaService } from './quotas/service';
 import type { NetworkService } from './sandboxes/network';
 import type { SnapshotService } from './sandboxes/snapshots';
 import type { Store } from './store/store';
@@ -36,6 +37,7 @@ export interface AppContext {
   /** Prometheus metrics of this platform (GET /metrics). */
   metrics: Metrics;
   usage: UsageService;
+  quotas: QuotaService;
   version: string;
   startedAt: number;
 }

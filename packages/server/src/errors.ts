@@ -42,5 +42,8 @@ export function errorHandler(
   if (e.code === 'INTERNAL' || e.code === 'RUNTIME_ERROR')
     request.log.error({ err }, 'request failed');
   else request.log.info({ code: e.code }, e.message);
+  // RATE_LIMITED and QUOTA_EXCEEDED say when to try again.
+  const retry = (e.details as { retry_after_seconds?: unknown } | undefined)?.retry_after_seconds;
+  if (typeof retry === 'number') void reply.header('retry-after', String(Math.max(1, retry)));
   void reply.status(e.status).send(e.toBody(request.id));
 }

@@ -23,8 +23,10 @@ import { NetworkService } from './sandboxes/network';
 import { reconcileSandboxes } from './sandboxes/reconcile';
 import { SnapshotService } from './sandboxes/snapshots';
 import { IdleSweeps } from './sandboxes/sweeps';
+import { QuotaService } from './quotas/service';
 import { openSqliteStore } from './store/open';
 import { Sweeper } from './sweeper';
+import { loadApiTls } from './tls';
 import { TemplateService } from './template-service';
 import { VolumeService } from './volume-service';
 import { UsageSampler } from './usage/sampler';
@@ -101,15 +103,18 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     error: (o, m) => app?.log.error(o, m),
   };
   const databases = await createDatabases(store, host, config, creator, sandboxes, log);
+  const quotas = new QuotaService(store, config.quotaDefaults);
+  const snapshots = new SnapshotService(store, host, sandboxes, creator);
+  for (const service of [creator, volumes, databases.service, snapshots]) service.quotas = quotas;
   const context: AppContext = {
     config,
     store,
     audit: new AuditService(store),
-    keys: new KeyService(store),
+    keys: new KeyService(store, config.jwt, config.authFailures),
     host,
     sandboxes,
     creator,
-    snapshots: new SnapshotService(store, host, sandboxes, creator),
+    snapshots,
     guest: new SandboxGuest(host, sandboxes),
     network,
     volumes,
@@ -117,10 +122,12 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     databases,
     metrics,
     usage: new UsageService(store, sampler),
+    quotas,
     version: VERSION,
     startedAt: Date.now(),
   };
-  app = await buildApp(context, logger ?? { level: config.logLevel });
+  const tls = await loadApiTls(config);
+  app = await buildApp(context, logger ?? { level: config.logLevel }, tls ?? undefined);
   sampler.log = app.log;
   const sweeper = new Sweeper(
     new IdleSweeps(store, host, config, sandboxes),
@@ -132,14 +139,15 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const address = await app.listen({ host: config.host, port: config.port });
   const port = new URL(address).port;
   const dbPort = await databases.start();
-  config.previewUrl ??= `http://{port}-{id}.${config.previewDomain}:${port}`;
+  const scheme = tls ? 'https' : 'http';
+  config.previewUrl ??= `${scheme}://{port}-{id}.${config.previewDomain}:${port}`;
   const shownHost = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   sweeper.start();
   sampler.start();
 
   let closed = false;
   return {
-    url: `http://${shownHost}:${port}`,
+    url: `${scheme}://${shownHost}:${port}`,
     adminToken,
     tokenFile,
     config,

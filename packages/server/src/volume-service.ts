@@ -14,6 +14,7 @@ import {
   type VolumeAttachment,
 } from '@warren/protocol';
 import type { Config } from './config';
+import type { QuotaService } from './quotas/service';
 import type { Store } from './store/store';
 import { VolumeQueries, type VolumeRow } from './store/volumes';
 
@@ -36,6 +37,8 @@ export function checkMountPath(path: string): void {
 
 export class VolumeService {
   readonly queries: VolumeQueries;
+  /** Set by the platform: new volumes count against the organisation's disk quota. */
+  quotas: QuotaService | null = null;
 
   constructor(
     store: Store,
@@ -77,7 +80,8 @@ export class VolumeService {
       size_mb: req.size_mb,
       created_at: new Date().toISOString(),
     };
-    await this.queries.insert(row);
+    const insert = () => this.queries.insert(row);
+    await (this.quotas ? this.quotas.admitVolume(orgId, row.size_mb, insert) : insert());
     try {
       await this.host.volumes.create(row.id, row.size_mb);
     } catch (err) {

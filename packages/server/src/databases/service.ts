@@ -16,6 +16,7 @@ import {
 } from '@warren/protocol';
 import type { Config } from '../config';
 import type { SandboxLifecycle } from '../sandboxes/lifecycle';
+import type { QuotaService } from '../quotas/service';
 import type { Store } from '../store/store';
 import { DatabaseQueries, type DatabaseRecord } from '../store/databases';
 import type { DatabaseArchiver } from './archiver';
@@ -36,6 +37,8 @@ export class DatabaseService {
   /** Where clients reach the front door; set once it listens. */
   address: DatabaseAddress;
   archiver!: DatabaseArchiver;
+  /** Set by the platform: new databases are admitted against the organisation's quotas. */
+  quotas: QuotaService | null = null;
   /** Open client connections per database (the front door counts them). */
   connections: (databaseId: string) => number = () => 0;
 
@@ -193,7 +196,8 @@ export class DatabaseService {
     how: string,
     make: () => Promise<Pick<DatabaseRecord, 'sandbox_id' | 'volume_id' | 'cpu' | 'memory_mb'>>,
   ): Promise<Database> {
-    await this.queries.insert(rec, how);
+    const insert = () => this.queries.insert(rec, how);
+    await (this.quotas ? this.quotas.admitDatabase(rec.org_id, rec.disk_mb, insert) : insert());
     try {
       const made = await make();
       await this.host.archive.put(fenceKey(rec), String(rec.epoch));

@@ -36,7 +36,7 @@ export function accessHooks(app: FastifyInstance, ctx: AppContext): void {
     const access = (request.routeOptions.config as Config)?.access;
     if (!path.startsWith('/v1/') || access === 'public') return;
     // Unknown routes too: without a key, a caller learns nothing of the API.
-    request.principal = await ctx.keys.authenticate(request.headers.authorization);
+    request.principal = await ctx.keys.authenticateFrom(request.ip, request.headers.authorization);
     if (Array.isArray(access)) requireScopes(request.principal.scopes, access);
     // A request on a sandbox (an exec stream, a file transfer) keeps it from being idle while open.
     const onSandbox = /^\/v1\/sandboxes\/([^/]+)\/./.exec(path);

@@ -94,6 +94,10 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   // Outside /v1, so the access hooks leave it alone: its handler (routes/metrics.ts) checks this,
   // and that the key is of the install's organisation.
   'GET /metrics': ['admin'],
+  // Quotas: an organisation reads its own; the install's admin sets anyone's.
+  'GET /v1/quotas': 'any',
+  'GET /v1/orgs/:id/quotas': ['admin'],
+  'PUT /v1/orgs/:id/quotas': ['admin'],
 };
 
 /** The access a route declares; HEAD routes are their GET's. Undefined when it declares none. */

@@ -16,6 +16,9 @@ import {
 import { DEFAULT_ORG, hashToken, keyPrefix, type Principal } from '../auth';
 import { KeyQueries, type KeyRow } from '../store/keys';
 import type { Store } from '../store/store';
+import type { AuthFailureConfig, JwtConfig } from '../auth-config';
+import { AuthFailureLimiter } from './failures';
+import { JwtVerifier, looksLikeJwt } from './jwt';
 import { restrictionWithin, type Restriction } from './restriction';
 import { hasScope, parseScopes, requireScopes } from './scopes';
 
@@ -65,9 +68,29 @@ export function newKeyExpiry(
 export class KeyService {
   readonly queries: KeyQueries;
   private readonly touched = new Map<string, number>();
+  private readonly jwt: JwtVerifier | null;
+  /** Failed authentications per client address (the access hooks use it). */
+  readonly failures: AuthFailureLimiter;
 
-  constructor(private readonly store: Store) {
+  constructor(
+    private readonly store: Store,
+    jwt: JwtConfig | null = null,
+    failures: AuthFailureConfig = { limit: 0, windowSeconds: 60, blockSeconds: 60 },
+  ) {
     this.queries = new KeyQueries(store.db);
+    this.jwt = jwt ? new JwtVerifier(jwt, this.queries) : null;
+    this.failures = new AuthFailureLimiter(failures);
+  }
+
+  /** authenticate(), refused while `address` is blocked for failures, and counting its failures. */
+  async authenticateFrom(address: string, header: string | undefined): Promise<Principal> {
+    this.failures.check(address);
+    try {
+      return await this.authenticate(header);
+    } catch (err) {
+      if (err instanceof WarrenError && err.code === 'UNAUTHORIZED') this.failures.fail(address);
+      throw err;
+    }
   }
 
   async authenticate(header: string | undefined): Promise<Principal> {
@@ -77,6 +100,8 @@ export class KeyService {
         'UNAUTHORIZED',
         'missing bearer token: send Authorization: Bearer <token>',
       );
+    // A JWT goes to the provider's keys; `wrn_` keys (and anything else) to the store.
+    if (this.jwt && looksLikeJwt(match[1])) return this.jwt.authenticate(match[1]);
     const row = await this.queries.byHash(hashToken(match[1]));
     if (!row) throw new WarrenError('UNAUTHORIZED', 'invalid or revoked token');
     if (isExpired(row.expires_at))

@@ -175,7 +175,8 @@ export class PreviewProxy {
   private async checkApiKey(req: IncomingMessage, row: SandboxRecord): Promise<void> {
     const header = apiKeyHeader(req.headers);
     if (!header) return;
-    const p = await this.ctx.keys.authenticate(header);
+    // Counted like the API's: guessing keys through preview URLs is limited too.
+    const p = await this.ctx.keys.authenticateFrom(req.socket.remoteAddress ?? '', header);
     if (p.orgId !== row.org_id || !matchesSandbox(p.restriction, row))
       throw new WarrenError('SANDBOX_NOT_FOUND', `sandbox ${row.id} does not exist`);
   }
@@ -241,7 +242,14 @@ export class PreviewProxy {
     const { status, body } = errorBody(connectionError(err));
     if (status >= 500 && !(err instanceof WarrenError))
       this.log.error({ err }, 'preview request failed');
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+    const retry =
+      err instanceof WarrenError
+        ? (err.details as { retry_after_seconds?: unknown } | undefined)?.retry_after_seconds
+        : undefined;
+    res.writeHead(status, {
+      'content-type': 'application/json; charset=utf-8',
+      ...(typeof retry === 'number' && { 'retry-after': String(retry) }),
+    });
     res.end(body);
   }
 

@@ -4,6 +4,7 @@
  * Fastify sees them (they carry no API token); everything else is the API.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { PreviewProxy } from './proxy';
 
 /** The HTTP options Fastify applies to a server it makes itself (with its defaults filled in). */
@@ -13,16 +14,18 @@ interface ServerOptions {
   connectionTimeout?: number;
 }
 
-export function previewServerFactory(preview: PreviewProxy) {
+/** With `tls`, the server is HTTPS (HTTP/1.1): API and previews alike; plain HTTP is not served. */
+export function previewServerFactory(preview: PreviewProxy, tls?: { cert: string; key: string }) {
   return (
     handler: (req: IncomingMessage, res: ServerResponse) => void,
     opts: ServerOptions = {},
   ): Server => {
-    const server = createServer((req, res) => {
+    const route = (req: IncomingMessage, res: ServerResponse) => {
       const target = preview.match(req.headers.host);
       if (target) preview.handleRequest(req, res, target);
       else handler(req, res);
-    });
+    };
+    const server: Server = tls ? createTlsServer(tls, route) : createServer(route);
     server.on('upgrade', (req: IncomingMessage, socket, head: Buffer) => {
       const target = preview.match(req.headers.host);
       if (target) return preview.handleUpgrade(req, socket, head, target);

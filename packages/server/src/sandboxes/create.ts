@@ -17,6 +17,7 @@ import {
 import { hashToken } from '../auth';
 import type { Config } from '../config';
 import { newPreviewToken } from '../preview/token';
+import type { QuotaService } from '../quotas/service';
 import type { SandboxRecord, SnapshotRecord, Store } from '../store/store';
 import type { VolumeService } from '../volume-service';
 import { isoIn } from './clock';
@@ -77,6 +78,9 @@ export function inherit(
 }
 
 export class SandboxCreator {
+  /** Set by the platform: creates are admitted against the organisation's quotas. */
+  quotas: QuotaService | null = null;
+
   constructor(
     private readonly store: Store,
     private readonly host: HostApi,
@@ -174,7 +178,7 @@ export class SandboxCreator {
       disk_mb: o.diskMb ?? null,
       volumes,
     };
-    await this.store.insertSandbox(rec, 'create');
+    await this.admit(rec, o);
     try {
       const size = await this.host.sandboxes.create({
         id: rec.id,
@@ -194,10 +198,30 @@ export class SandboxCreator {
       await this.volumes.detach(rec.id);
       await this.store.deleteSandboxRow(rec.id);
       throw err;
+    } finally {
+      this.quotas?.settled(rec.id);
     }
     await this.store.setState(rec.id, 'running', o.cause);
     await this.lifecycle.touch(rec); // idle and TTL count from when it runs, not from the request
     const sandbox = await this.lifecycle.get(orgId, rec.id);
     return previewToken ? { ...sandbox, preview_token: previewToken } : sandbox;
+  }
+
+  /** Inserts the record, checked against the quotas first (atomically per organisation). */
+  private async admit(rec: SandboxRecord, o: LaunchOptions): Promise<void> {
+    const insert = () => this.store.insertSandbox(rec, 'create');
+    if (!this.quotas) return insert();
+    let memoryMb = o.memoryMb ?? 0;
+    let diskMb = o.diskMb ?? 0;
+    if (
+      (o.memoryMb === undefined || o.diskMb === undefined) &&
+      (await this.quotas.limitsSizes(rec.org_id))
+    ) {
+      const t = await this.host.templates.get(o.template);
+      memoryMb = o.memoryMb ?? t?.default_memory_mb ?? 0;
+      diskMb = o.diskMb ?? t?.default_disk_mb ?? 0;
+    }
+    const counted = !(o.metadata && 'warren.database' in o.metadata);
+    await this.quotas.admitSandbox(rec.org_id, { id: rec.id, memoryMb, diskMb, counted }, insert);
   }
 }

@@ -12,6 +12,7 @@ import {
   type Sandbox,
   type Snapshot,
 } from '@warren/protocol';
+import type { QuotaService } from '../quotas/service';
 import type { SnapshotRecord, Store } from '../store/store';
 import { isoIn } from './clock';
 import { inherit, type SandboxCreator } from './create';
@@ -19,6 +20,9 @@ import type { SandboxLifecycle } from './lifecycle';
 import { snapshotView } from './view';
 
 export class SnapshotService {
+  /** Set by the platform: snapshots are refused once the organisation's snapshot storage is full. */
+  quotas: QuotaService | null = null;
+
   constructor(
     private readonly store: Store,
     private readonly host: HostApi,
@@ -65,6 +69,7 @@ export class SnapshotService {
   /** Captures memory, processes and files of a running sandbox; it goes on running. */
   async snapshot(orgId: string, id: string): Promise<Snapshot> {
     await this.refuseVolumes(orgId, id, 'snapshot');
+    await this.quotas?.checkSnapshot(orgId);
     const row = await this.lifecycle.use(orgId, id); // wakes a paused or hibernated sandbox first
     const snapId = newId('snapshot');
     return this.lifecycle.locked(id, async () => {

@@ -269,5 +269,15 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0010_quotas': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('org_quotas')
+        .addColumn('org_id', 'text', (c) => c.primaryKey())
+        .addColumn('overrides', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
   '0011_usage': usageMigration,
 };

@@ -238,6 +238,13 @@ export interface UsageHourTable {
   net_tx_bytes: number;
 }
 
+/** An organisation's quota overrides (JSON of QuotaOverrides); no row: the install defaults. */
+export interface OrgQuotaTable {
+  org_id: string;
+  overrides: string;
+  updated_at: string;
+}
+
 export interface Database {
   organisations: OrganisationTable;
   api_tokens: ApiTokenTable;
@@ -255,4 +262,5 @@ export interface Database {
   usage_sandboxes: UsageSandboxTable;
   usage_samples: UsageSampleTable;
   usage_hours: UsageHourTable;
+  org_quotas: OrgQuotaTable;
 }

@@ -67,6 +67,26 @@ export async function openDatabaseTls(
   return { caPem, caFile, context, names: sans };
 }
 
+/**
+ * Another server certificate from the same CA, in `$dir/<file>.pem` and
+ * `<file>.key` (the API's under WARREN_TLS=auto), kept and renewed like the
+ * front door's. Returns the chain (certificate, then CA) and the key.
+ */
+export async function issueServerCertificate(
+  dir: string,
+  names: string[],
+  file: string,
+): Promise<{ cert: string; key: string; caPem: string }> {
+  const sans = normaliseNames(names);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const caPem = await loadOrMakeCa(dir);
+  const ca = new X509Certificate(caPem);
+  const stamp = `${ca.fingerprint256}\n${[...sans].sort().join('\n')}\n`;
+  const pair =
+    (await readServer(dir, ca, stamp, file)) ?? (await makeServer(dir, sans, stamp, file));
+  return { cert: pair.cert + caPem, key: pair.key, caPem };
+}
+
 /** `DNS:`/`IP:` entries, deduplicated and lower-cased; throws on anything openssl could misread. */
 export function normaliseNames(names: string[]): string[] {
   const out: string[] = [];
@@ -120,11 +140,12 @@ async function readServer(
   dir: string,
   ca: X509Certificate,
   stamp: string,
+  file = 'server',
 ): Promise<ServerPair | null> {
   const [cert, key, names] = await Promise.all([
-    readIfExists(join(dir, 'server.pem')),
-    readIfExists(join(dir, 'server.key')),
-    readIfExists(join(dir, 'server.names')),
+    readIfExists(join(dir, `${file}.pem`)),
+    readIfExists(join(dir, `${file}.key`)),
+    readIfExists(join(dir, `${file}.names`)),
   ]);
   if (!cert || !key || names !== stamp) return null;
   try {
@@ -138,8 +159,13 @@ async function readServer(
   }
 }
 
-async function makeServer(dir: string, sans: string[], stamp: string): Promise<ServerPair> {
-  const tmp = await mkdtemp(join(dir, 'server-'));
+async function makeServer(
+  dir: string,
+  sans: string[],
+  stamp: string,
+  file = 'server',
+): Promise<ServerPair> {
+  const tmp = await mkdtemp(join(dir, `${file}-`));
   try {
     const cn = sans.find((s) => s.startsWith('DNS:'))?.slice(4) ?? 'Warren databases';
     // prettier-ignore
@@ -154,13 +180,13 @@ async function makeServer(dir: string, sans: string[], stamp: string): Promise<S
     ]);
     await chmod(join(tmp, 'key'), 0o600);
     // The stamp goes last: a crash in between leaves a pair that is not reused.
-    await rm(join(dir, 'server.names'), { force: true });
-    await rename(join(tmp, 'key'), join(dir, 'server.key'));
-    await rename(join(tmp, 'cert'), join(dir, 'server.pem'));
-    await writeFile(join(dir, 'server.names'), stamp, { mode: 0o600 });
+    await rm(join(dir, `${file}.names`), { force: true });
+    await rename(join(tmp, 'key'), join(dir, `${file}.key`));
+    await rename(join(tmp, 'cert'), join(dir, `${file}.pem`));
+    await writeFile(join(dir, `${file}.names`), stamp, { mode: 0o600 });
     return {
-      cert: await readFile(join(dir, 'server.pem'), 'utf8'),
-      key: await readFile(join(dir, 'server.key'), 'utf8'),
+      cert: await readFile(join(dir, `${file}.pem`), 'utf8'),
+      key: await readFile(join(dir, `${file}.key`), 'utf8'),
     };
   } finally {
     await rm(tmp, { recursive: true, force: true });
