@@ -27,6 +27,8 @@ import { volumeRoutes } from './routes/volumes';
 import { databaseRoutes } from './routes/databases';
 import { keyRoutes } from './routes/keys';
 import { accessHooks, declareRouteScopes } from './keys/hooks';
+import { webhookRoutes } from './routes/webhooks';
+import { requestCauses } from './webhooks/cause';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -111,6 +113,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   });
 
   accessHooks(app, ctx);
+  requestCauses(app);
 
   app.addHook('preValidation', async (request) => {
     const schema = request.routeOptions.schema;
@@ -170,6 +173,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   await app.register(volumeRoutes(ctx));
   await app.register(databaseRoutes(ctx));
   await app.register(keyRoutes(ctx));
+  await app.register(webhookRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

@@ -69,6 +69,14 @@ export interface Config {
   dbArchivePollMs: number;
   /** How often databases are checked for crashes and for scale to zero. */
   dbWatchIntervalMs: number;
+  /** Multiplies the webhook retry schedule (WARREN_WEBHOOK_RETRY_SCALE; 1 = about a day). */
+  webhookRetryScale: number;
+  /** How long a receiver has to answer one delivery (WARREN_WEBHOOK_TIMEOUT_MS). */
+  webhookTimeoutMs: number;
+  /** An endpoint failing every attempt this long is disabled (WARREN_WEBHOOK_DISABLE_AFTER_SECONDS). */
+  webhookDisableAfterSeconds: number;
+  /** How long a rotated-out secret keeps signing (WARREN_WEBHOOK_SECRET_GRACE_SECONDS). */
+  webhookSecretGraceSeconds: number;
 }
 
 function networkPolicy(value: string | undefined): NetworkPolicy {
@@ -163,6 +171,10 @@ export function loadConfig(
     dbBackupIntervalSeconds: int(env.WARREN_DB_BACKUP_INTERVAL_SECONDS, 24 * 3600),
     dbArchivePollMs: int(env.WARREN_DB_ARCHIVE_POLL_MS, 500),
     dbWatchIntervalMs: int(env.WARREN_DB_WATCH_INTERVAL_MS, 2000),
+    webhookRetryScale: int(env.WARREN_WEBHOOK_RETRY_SCALE, 1),
+    webhookTimeoutMs: int(env.WARREN_WEBHOOK_TIMEOUT_MS, 10_000),
+    webhookDisableAfterSeconds: int(env.WARREN_WEBHOOK_DISABLE_AFTER_SECONDS, 5 * 24 * 3600),
+    webhookSecretGraceSeconds: int(env.WARREN_WEBHOOK_SECRET_GRACE_SECONDS, 24 * 3600),
     ...overrides,
   };
   return config;

@@ -11,6 +11,7 @@ import type { SnapshotService } from './sandboxes/snapshots';
 import type { Store } from './store/store';
 import type { TemplateService } from './template-service';
 import type { VolumeService } from './volume-service';
+import type { WebhookService } from './webhooks/service';
 
 /**
  * What route modules need; built once in platform.ts. Routes call the
@@ -31,6 +32,8 @@ export interface AppContext {
   volumes: VolumeService;
   templates: TemplateService;
   databases: Databases;
+  /** Webhook endpoints, and `emit(orgId, type, data)` for anything that has an event to report. */
+  webhooks: WebhookService;
   version: string;
   startedAt: number;
 }

@@ -25,6 +25,7 @@ import { openSqliteStore } from './store/open';
 import { Sweeper } from './sweeper';
 import { TemplateService } from './template-service';
 import { VolumeService } from './volume-service';
+import { createWebhooks } from './webhooks';
 
 export const VERSION = '0.1.0';
 
@@ -69,6 +70,9 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const tokenFile = join(config.home, 'admin-token');
   const adminToken = await ensureAdminToken(store, tokenFile);
 
+  let app: App | null = null;
+  const webhooks = createWebhooks(store, config, { warn: (o, m) => app?.log.warn(o, m) });
+
   let network: NetworkService | null = null;
   const host = await createHostAgent({
     ...hostAgentConfig(config),
@@ -83,7 +87,6 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   network = new NetworkService(store, host, sandboxes);
   await reconcileSandboxes(store, host, sandboxes);
 
-  let app: App | null = null;
   const log: DatabaseLog = {
     info: (o, m) => app?.log.info(o, m),
     warn: (o, m) => app?.log.warn(o, m),
@@ -104,6 +107,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     volumes,
     templates: new TemplateService(store, host),
     databases,
+    webhooks,
     version: VERSION,
     startedAt: Date.now(),
   };
@@ -121,6 +125,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   config.previewUrl ??= `http://{port}-{id}.${config.previewDomain}:${port}`;
   const shownHost = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   sweeper.start();
+  webhooks.dispatcher.start();
 
   let closed = false;
   return {
@@ -138,6 +143,8 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
       if (closed) return;
       closed = true;
       await sweeper.stop();
+      // Deliveries cut short stay pending in the store: the next start sends them.
+      await webhooks.dispatcher.stop();
       await databases.stop();
       await app!.close();
       if (config.destroyOnClose) {

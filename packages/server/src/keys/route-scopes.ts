@@ -87,6 +87,15 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   'POST /v1/orgs': ['admin'],
   // Every key sees its own organisation; the install's admin sees them all.
   'GET /v1/orgs': 'any',
+
+  'POST /v1/webhooks': ['webhooks'],
+  'GET /v1/webhooks': ['webhooks'],
+  'GET /v1/webhooks/:id': ['webhooks'],
+  'PATCH /v1/webhooks/:id': ['webhooks'],
+  'DELETE /v1/webhooks/:id': ['webhooks'],
+  'POST /v1/webhooks/:id/rotate-secret': ['webhooks'],
+  'GET /v1/webhooks/:id/deliveries': ['webhooks'],
+  'POST /v1/webhooks/:id/deliveries/:message_id/redeliver': ['webhooks'],
 };
 
 /** The access a route declares; HEAD routes are their GET's. Undefined when it declares none. */

@@ -41,8 +41,19 @@ function decodeCursor(cursor: string): { createdAt: string; id: string } {
   return { createdAt, id };
 }
 
+/** A recorded state change of a sandbox, as listeners are told of it. */
+export interface SandboxStateChange {
+  sandbox_id: string;
+  from_state: string | null;
+  to_state: string;
+  cause: string;
+  at: string;
+}
+
 export class Store {
   readonly db: Kysely<Database>;
+  /** Told of each sandbox state change once it is committed (webhooks); its errors are its own. */
+  onSandboxStateChange: ((change: SandboxStateChange) => Promise<void>) | null = null;
 
   constructor(dialect: Dialect) {
     this.db = new Kysely<Database>({ dialect });
@@ -174,7 +185,7 @@ export class Store {
     extra: Pick<Partial<SandboxRow>, 'stopped_at' | 'stop_reason'> = {},
   ): Promise<void> {
     const at = new Date().toISOString();
-    await this.db.transaction().execute(async (tx) => {
+    const from = await this.db.transaction().execute(async (tx) => {
       const current = await tx
         .selectFrom('sandboxes')
         .select('state')
@@ -189,6 +200,14 @@ export class Store {
         .insertInto('sandbox_events')
         .values({ sandbox_id: id, at, from_state: current?.state ?? null, to_state: to, cause })
         .execute();
+      return current?.state ?? null;
+    });
+    await this.onSandboxStateChange?.({
+      sandbox_id: id,
+      from_state: from,
+      to_state: to,
+      cause,
+      at,
     });
   }
 
