@@ -147,16 +147,16 @@ export class WebhookService {
   /** Sends a message to the endpoint again, as a new series of attempts. */
   async redeliver(orgId: string, id: string, messageId: string) {
     const row = await this.row(orgId, id);
-    if (row.disabled_at)
-      throw new WarrenError(
-        'WEBHOOK_DISABLED',
-        `webhook endpoint ${id} is disabled: enable it (PATCH enabled: true) first`,
-      );
     const msg = await this.q.message(row.id, messageId);
     if (!msg)
       throw new WarrenError(
         'WEBHOOK_MESSAGE_NOT_FOUND',
         `no message ${messageId} was sent to webhook endpoint ${id}`,
+      );
+    if (row.disabled_at)
+      throw new WarrenError(
+        'WEBHOOK_DISABLED',
+        `webhook endpoint ${id} is disabled: enable it (PATCH enabled: true) first`,
       );
     await this.q.enqueue([
       {
