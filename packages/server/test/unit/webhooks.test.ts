@@ -1,0 +1,216 @@
+/**
+ * Webhook logic without sandboxes: the retry schedule, filters and URLs, how
+ * causes are named, the events the sweeps and reconcile produce (real SQLite
+ * store, a recorder host), and the dispatcher against a loopback receiver.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { WarrenError, type HostApi } from '@warren/protocol';
+import { loadConfig } from '../../src/config';
+import { SandboxLifecycle } from '../../src/sandboxes/lifecycle';
+import { IdleSweeps } from '../../src/sandboxes/sweeps';
+import { openSqliteStore } from '../../src/store/open';
+import type { Store } from '../../src/store/store';
+import { VolumeService } from '../../src/volume-service';
+import { causeOf } from '../../src/webhooks/cause';
+import { checkFilters, checkUrl, matchesFilters } from '../../src/webhooks/filters';
+import { reportedState, sandboxEvents } from '../../src/webhooks/sandbox-events';
+import { RETRY_SCHEDULE_MS, retryDelay } from '../../src/webhooks/schedule';
+import { WebhookService } from '../../src/webhooks/service';
+import { sandboxRecord } from './records';
+
+type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const code = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (err) {
+    return err instanceof WarrenError ? err.code : String(err);
+  }
+  return null;
+};
+
+describe('webhook retry schedule', () => {
+  it('is the Standard Webhooks schedule, about 27 hours in all, and scales', () => {
+    assert.deepEqual(
+      Array.from({ length: 9 }, (_, i) => retryDelay(i, 1)),
+      [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000, null],
+    );
+    const total = RETRY_SCHEDULE_MS.reduce((a, b) => a + b, 0);
+    assert.ok(total > 27 * 3600_000 && total < 28 * 3600_000);
+    assert.equal(retryDelay(2, 0.001), 300);
+    assert.equal(retryDelay(8, 0.001), null, 'eight attempts, then the message is failed');
+  });
+});
+
+describe('webhook filters and URLs', () => {
+  it('match exact types, families and *', () => {
+    assert.ok(matchesFilters(['*'], 'database.created'));
+    assert.ok(matchesFilters(['sandbox.*'], 'sandbox.state_changed'));
+    assert.ok(!matchesFilters(['sandbox.*'], 'snapshot.created'));
+    assert.ok(matchesFilters(['sandbox.*', 'database.created'], 'database.created'));
+    assert.ok(!matchesFilters(['database.created'], 'database.restored'));
+  });
+
+  it('refuse unknown filters and non-http URLs with typed errors', () => {
+    assert.equal(
+      code(() => checkFilters(['sandbox.*', 'template.built', '*'])),
+      null,
+    );
+    for (const bad of ['sandbox', 'sandboxes.*', 'sandbox.nope', '**', 'database.'])
+      assert.equal(
+        code(() => checkFilters([bad])),
+        'INVALID_EVENT_FILTER',
+        bad,
+      );
+    assert.equal(checkUrl('https://example.com/hook?x=1'), 'https://example.com/hook?x=1');
+    for (const bad of ['ftp://example.com/', 'file:///etc/passwd', 'example.com', 'http://u:p@h/'])
+      assert.equal(
+        code(() => checkUrl(bad)),
+        'INVALID_WEBHOOK_URL',
+        bad,
+      );
+  });
+});
+
+describe('webhook causes', () => {
+  it('names the key of an API request, and the sweeps’ and hosts’ causes', () => {
+    assert.deepEqual(causeOf('pause (requested)', { keyId: 'tok_a', requestId: 'req_1' }), {
+      kind: 'api',
+      key_id: 'tok_a',
+      request_id: 'req_1',
+      detail: 'pause (requested)',
+    });
+    const kinds = [
+      ['ttl_expired', 'ttl'],
+      ['hibernate (idle for 301 s)', 'idle'],
+      ['lost', 'host_lost'],
+      ['interrupted while creating', 'platform_restart'],
+      ['platform shut down', 'platform_shutdown'],
+      ['hibernate (database db_x scaled to zero)', 'database'],
+      ['fork-tree failed', 'system'],
+    ];
+    for (const [detail, kind] of kinds) assert.equal(causeOf(detail!, null).kind, kind, detail);
+  });
+
+  it('reports wakes as woken, losses as lost, and skips stopping', () => {
+    const change = (to_state: string, cause: string, from_state = 'running') => ({
+      sandbox_id: 'sbx_x',
+      from_state,
+      to_state,
+      cause,
+      at: '',
+    });
+    assert.equal(
+      reportedState(change('running', 'wake (implicit, on use)', 'hibernated')),
+      'woken',
+    );
+    assert.equal(reportedState(change('running', 'resume (requested)', 'paused')), 'running');
+    assert.equal(reportedState(change('stopped', 'lost')), 'lost');
+    assert.equal(reportedState(change('stopped', 'ttl_expired', 'stopping')), 'stopped');
+    assert.equal(reportedState(change('stopping', 'ttl_expired')), null);
+  });
+});
+
+describe('webhook events and dispatcher (real store, loopback receiver)', () => {
+  const dir = mkdtempSync('/tmp/wwh-');
+  const got: { headers: Record<string, string>; body: string }[] = [];
+  let open = 0;
+  let mostOpen = 0;
+  let failFirst = 0;
+  const server = createServer((req, res) => {
+    open++;
+    mostOpen = Math.max(mostOpen, open);
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      got.push({
+        headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)])),
+        body: Buffer.concat(chunks).toString(),
+      });
+      // Slow enough that a second delivery would overlap if one were started.
+      setTimeout(() => {
+        open--;
+        res.writeHead(failFirst-- > 0 ? 500 : 200).end();
+      }, 20);
+    });
+  });
+  let store: Store;
+  let webhooks: WebhookService;
+  let lifecycle: SandboxLifecycle;
+  const calls: string[] = [];
+  const host = {
+    id: 'host_test',
+    sandboxes: { destroy: async (id: string) => void calls.push(`destroy ${id}`) },
+  } as unknown as HostApi;
+  const settings = { timeoutMs: 2000, disableAfterMs: 60_000, secretGraceMs: 1000, pollMs: 50 };
+
+  before(async () => {
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    store = await openSqliteStore(join(dir, 'warren.db'));
+    await store.ensureOrganisation('org_a', 'a');
+    webhooks = new WebhookService(store, { ...settings, retryScale: 0.05 }, console);
+    sandboxEvents(store, webhooks, console);
+    const config = loadConfig({}, { home: dir });
+    lifecycle = new SandboxLifecycle(
+      store,
+      host,
+      config,
+      new VolumeService(store, host, config),
+      Date.now,
+    );
+  });
+  after(async () => {
+    await webhooks.dispatcher.stop();
+    await store.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('turns a TTL reap and a lost sandbox into events with their cause, one delivery at a time', async () => {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const ep = await webhooks.create('org_a', { url, events: ['sandbox.*'] });
+    const past = new Date(Date.now() - 3600_000).toISOString();
+    const expired = sandboxRecord({ created_at: past });
+    const lost = sandboxRecord({
+      created_at: past,
+      expires_at: new Date(Date.now() + 3600_000).toISOString(),
+    });
+    await store.insertSandbox(expired, 'test');
+    await store.insertSandbox(lost, 'test');
+    const sweeps = new IdleSweeps(store, host, loadConfig({}, { home: dir }), lifecycle);
+    assert.deepEqual(await sweeps.reapExpired(), [expired.id]);
+    await lifecycle.stopped(lost.id, 'lost'); // what reconcile does for a sandbox gone from its host
+    // Both first attempts fail: a message waiting for its retry does not hold back the next one.
+    failFirst = 2;
+    webhooks.dispatcher.start();
+    const deadline = Date.now() + 10_000;
+    const logged = () => webhooks.deliveries('org_a', ep.id, 10);
+    while ((await logged()).length < 4 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    const events = got.map((g) => new Webhook(ep.secret).verify(g.body, g.headers) as Json);
+    assert.deepEqual(
+      events.map((e) => [e.data.sandbox.id, e.data.state, e.data.cause.kind]),
+      [
+        [expired.id, 'stopped', 'ttl'],
+        [lost.id, 'lost', 'host_lost'],
+        [expired.id, 'stopped', 'ttl'],
+        [lost.id, 'lost', 'host_lost'],
+      ],
+    );
+    assert.equal(mostOpen, 1, 'one delivery at a time per endpoint');
+    const log = await logged();
+    assert.deepEqual(log.map((d) => [d.attempt, d.status_code]).reverse(), [
+      [1, 500],
+      [1, 500],
+      [2, 200],
+      [2, 200],
+    ]);
+  });
+});
