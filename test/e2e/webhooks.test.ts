@@ -108,7 +108,10 @@ describe('webhooks (real gVisor)', () => {
     p = await startTestPlatform({ home, keepHome: true, ...options });
     key = await p.json('/v1/keys', {
       method: 'POST',
-      json: { name: 'hooks', scopes: ['sandboxes:read', 'sandboxes:write', 'webhooks'] },
+      json: {
+        name: 'hooks',
+        scopes: ['sandboxes:read', 'sandboxes:write', 'snapshots', 'webhooks'],
+      },
     });
   });
 
@@ -166,11 +169,22 @@ describe('webhooks (real gVisor)', () => {
       assert.ok(Date.parse(e.timestamp) > 0);
     }
     assert.equal(events[2].data.cause.detail, 'pause (requested)');
+    const snap = await ok(await call(`/v1/sandboxes/${sbx}/snapshots`, { method: 'POST' }), 201);
+    const snapEvent = await waitFor('snapshot.created', () => verified('all')[4]);
+    assert.deepEqual(
+      [snapEvent.type, snapEvent.data.snapshot.id, snapEvent.data.cause.key_id],
+      ['snapshot.created', snap.id, key.id],
+    );
+    await ok(await call(`/v1/snapshots/${snap.id}`, { method: 'DELETE' }), 204);
     const states = await waitFor('three state changes', () => {
       const v = verified('states');
       return v.length >= 3 ? v : undefined;
     });
-    assert.ok(states.every((e) => e.type === 'sandbox.state_changed'));
+    assert.deepEqual(
+      states.map((e) => e.data.state),
+      ['running', 'paused', 'running'],
+      'state changes only: no sandbox.created, no snapshot.created',
+    );
     assert.equal(rx.on('/dbs').length, 0, 'database.* gets no sandbox events');
     // The same message has the same webhook-id on every endpoint.
     assert.equal(
@@ -178,9 +192,9 @@ describe('webhooks (real gVisor)', () => {
       rx.on('/states')[0]!.headers['webhook-id'],
     );
     const log = await deliveries('all');
-    assert.equal(log.length, 4);
+    assert.equal(log.length, 5);
     assert.ok(log.every((d) => d.attempt === 1 && d.status_code === 200 && d.delivered));
-    assert.match(log[0].response, /^answer 4 of \/all$/);
+    assert.match(log[0].response, /^answer 5 of \/all$/);
     assert.ok(log.every((d) => typeof d.latency_ms === 'number' && d.error === null));
   });
 

@@ -113,12 +113,9 @@ export const templateRoutes =
       async (req, reply) => {
         req.auditResource = { type: 'template', id: req.body.name };
         const orgId = req.principal!.orgId;
-        return streamBuild(reply, (progress) =>
-          reportBuild(
-            ctx.webhooks,
-            req.log,
-            orgId,
-            req.body.name,
+        return streamBuild(
+          reply,
+          reportBuild(ctx.webhooks, req.log, orgId, req.body.name, (progress) =>
             ctx.templates.build(orgId, req.body, progress),
           ),
         );
@@ -152,12 +149,9 @@ export const templateRoutes =
         // Cheap checks before reading what may be gigabytes.
         await ctx.templates.checkNew(req.principal!.orgId, name);
         const orgId = req.principal!.orgId;
-        return streamBuild(reply, (progress) =>
-          reportBuild(
-            ctx.webhooks,
-            req.log,
-            orgId,
-            name,
+        return streamBuild(
+          reply,
+          reportBuild(ctx.webhooks, req.log, orgId, name, (progress) =>
             ctx.templates.buildFromImage(orgId, name, body, req.query, progress),
           ),
         );
@@ -180,12 +174,9 @@ export const templateRoutes =
         req.auditResource = { type: 'template', id: name };
         await ctx.templates.checkWritable(req.principal!, name);
         await ctx.templates.checkRebuild(name);
-        return streamBuild(reply, (progress) =>
-          reportBuild(
-            ctx.webhooks,
-            req.log,
-            req.principal!.orgId,
-            name,
+        return streamBuild(
+          reply,
+          reportBuild(ctx.webhooks, req.log, req.principal!.orgId, name, (progress) =>
             ctx.templates.rebuild(name, progress),
           ),
         );

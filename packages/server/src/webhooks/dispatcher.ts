@@ -130,6 +130,8 @@ export class Dispatcher {
   }
 
   private async record(row: OutboxRow, ep: WebhookEndpointRow, r: AttemptResult): Promise<void> {
+    // Deleted while the attempt was made: nothing left to record it against.
+    if (!(await this.q.endpointById(ep.id))) return;
     const now = Date.now();
     const at = new Date(now).toISOString();
     const attempt = row.attempts + 1;

@@ -4,30 +4,43 @@ import { requestCause } from './cause';
 import type { DispatchLog } from './dispatcher';
 import type { WebhookService } from './service';
 
-/** Runs a build and reports template.built or template.failed; the build's result is unchanged. */
+type Progress = (line: string, step?: number) => void;
+
+/**
+ * Runs a build and reports template.built, or template.failed when a build
+ * that had started (logged a line) fails; a request refused before building
+ * (bad name, unknown base) is only an HTTP error. The result is unchanged.
+ */
 export function reportBuild(
   webhooks: WebhookService,
   log: DispatchLog,
   orgId: string,
   name: string,
-  build: Promise<Template>,
-): Promise<Template> {
+  build: (progress: Progress) => Promise<Template>,
+): (progress: Progress) => Promise<Template> {
   const cause = requestCause('template build');
-  return build.then(
-    (template) => {
-      webhooks.emitQuietly(orgId, 'template.built', { template, cause }, log);
-      return template;
-    },
-    (err: unknown) => {
-      const e = err instanceof WarrenError ? err : null;
-      const error = {
-        code: e?.code ?? 'INTERNAL',
-        message: err instanceof Error ? err.message : String(err),
-      };
-      webhooks.emitQuietly(orgId, 'template.failed', { template: { name }, error, cause }, log);
-      throw err;
-    },
-  );
+  return (progress) => {
+    let started = false;
+    return build((line, step) => {
+      started = true;
+      progress(line, step);
+    }).then(
+      (template) => {
+        webhooks.emitQuietly(orgId, 'template.built', { template, cause }, log);
+        return template;
+      },
+      (err: unknown) => {
+        if (started) {
+          const error = {
+            code: err instanceof WarrenError ? err.code : 'INTERNAL',
+            message: err instanceof Error ? err.message : String(err),
+          };
+          webhooks.emitQuietly(orgId, 'template.failed', { template: { name }, error, cause }, log);
+        }
+        throw err;
+      },
+    );
+  };
 }
 
 /** database.created / database.restored: the record without its credentials. */

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { WarrenError, type HostApi } from '@warren/protocol';
+import { WarrenError, type HostApi, type Template } from '@warren/protocol';
 import { loadConfig } from '../../src/config';
 import { SandboxLifecycle } from '../../src/sandboxes/lifecycle';
 import { IdleSweeps } from '../../src/sandboxes/sweeps';
@@ -18,6 +18,7 @@ import { openSqliteStore } from '../../src/store/open';
 import type { Store } from '../../src/store/store';
 import { VolumeService } from '../../src/volume-service';
 import { causeOf } from '../../src/webhooks/cause';
+import { reportBuild } from '../../src/webhooks/events';
 import { checkFilters, checkUrl, matchesFilters } from '../../src/webhooks/filters';
 import { reportedState, sandboxEvents } from '../../src/webhooks/sandbox-events';
 import { RETRY_SCHEDULE_MS, retryDelay } from '../../src/webhooks/schedule';
@@ -212,5 +213,36 @@ describe('webhook events and dispatcher (real store, loopback receiver)', () => 
       [2, 200],
       [2, 200],
     ]);
+  });
+  it('reports template builds: built, failed once started, nothing for a refused request', async () => {
+    const ep = await webhooks.create('org_a', {
+      url: 'http://127.0.0.1:9/discard', // refused: only the outbox is looked at
+      events: ['template.*'],
+    });
+    const quiet = { warn: () => undefined };
+    const run = (build: (progress: (l: string) => void) => Promise<Template>) =>
+      reportBuild(webhooks, quiet, 'org_a', 'tpl-x', build)(() => undefined);
+    const built = { name: 'tpl-x' } as Template;
+    await run(async (progress) => (progress('step 1'), built));
+    const refused = new WarrenError('TEMPLATE_EXISTS', 'exists');
+    await assert.rejects(run(async () => Promise.reject(refused)));
+    const failed = new WarrenError('TEMPLATE_BUILD_FAILED', 'step 2 failed');
+    await assert.rejects(run(async (progress) => (progress('step 1'), Promise.reject(failed))));
+    await new Promise((r) => setTimeout(r, 50)); // emits are not awaited by the build
+    const rows = await store.db
+      .selectFrom('webhook_outbox')
+      .select('payload')
+      .where('endpoint_id', '=', ep.id)
+      .orderBy('id')
+      .execute();
+    const events = rows.map((r) => JSON.parse(r.payload) as Json);
+    assert.deepEqual(
+      events.map((e) => [e.type, e.data.template.name, e.data.error?.code]),
+      [
+        ['template.built', 'tpl-x', undefined],
+        ['template.failed', 'tpl-x', 'TEMPLATE_BUILD_FAILED'],
+      ],
+    );
+    await webhooks.remove('org_a', ep.id);
   });
 });
