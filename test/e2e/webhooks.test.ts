@@ -10,6 +10,7 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { WarrenError, Webhooks } from '@warren/sdk';
 import { startTestPlatform, type TestPlatform } from '../fixture';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -266,11 +267,12 @@ describe('webhooks (real gVisor)', () => {
 
   it('signs with both secrets during the grace period after a rotation', async () => {
     const old = secrets.get('all')!;
-    const rotated = await ok(
-      await call(`/v1/webhooks/${ids.get('all')}/rotate-secret`, { method: 'POST' }),
-    );
+    const rotated = await Webhooks.rotateSecret(ids.get('all')!, {
+      apiUrl: p.url,
+      apiKey: key.key,
+    });
     assert.notEqual(rotated.secret, old);
-    const grace = Date.parse(rotated.previous_secret_expires_at) - Date.now();
+    const grace = Date.parse(rotated.previous_secret_expires_at!) - Date.now();
     assert.ok(grace > 23 * 3600_000 && grace <= 24 * 3600_000, `grace ${grace} ms`);
     const before = rx.on('/all').length;
     await lifecycle('pause');
@@ -316,6 +318,15 @@ describe('webhooks (real gVisor)', () => {
     const denied = await ok(await p.api('/v1/webhooks', { token: narrow.key }), 403);
     assert.equal(denied.error.code, 'MISSING_SCOPE');
     assert.equal((await ok(await call(`/v1/webhooks/${id}`))).description, '');
+    // The SDK: the same 404 as a typed error, and a delete.
+    const mine = { apiUrl: p.url, apiKey: key.key };
+    await assert.rejects(
+      Webhooks.get(id, { apiUrl: p.url, apiKey: other.key }),
+      (e) => e instanceof WarrenError && e.code === 'WEBHOOK_NOT_FOUND',
+    );
+    const count = (await Webhooks.list(mine)).length;
+    await Webhooks.delete(ids.get('dbs')!, mine);
+    assert.equal((await Webhooks.list(mine)).length, count - 1);
   });
 
   it('delivers after a platform restart what was in flight when it stopped', async () => {

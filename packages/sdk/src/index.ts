@@ -30,6 +30,7 @@ export {
 export type { BuildOptions } from './templates';
 export { Volumes } from './volumes';
 export { Keys, Organisations, SCOPES, type CreateKeyOptions } from './keys';
+export { Webhooks, WEBHOOK_EVENT_TYPES } from './webhooks';
 export { Database } from './databases';
 export type { DatabaseEvent } from './databases';
 export { getHealth } from './health';
@@ -76,4 +77,8 @@ export type {
   CreateDatabaseRequest,
   RestoreDatabaseRequest,
   BranchDatabaseRequest,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+  WebhookDelivery,
+  UpdateWebhookRequest,
 } from '@warren/protocol';
