@@ -93,17 +93,32 @@ export class WebhookQueries {
     await this.db.insertInto('webhook_outbox').values(rows).execute();
   }
 
-  /** Due pending rows of enabled endpoints, oldest first. */
-  async due(now: number, limit: number): Promise<OutboxRow[]> {
+  /** The oldest due pending row of each enabled endpoint. */
+  async due(now: number): Promise<OutboxRow[]> {
     return this.db
       .selectFrom('webhook_outbox')
       .innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_outbox.endpoint_id')
       .selectAll('webhook_outbox')
-      .where('webhook_outbox.state', '=', 'pending')
-      .where('webhook_outbox.next_attempt_at', '<=', now)
       .where('webhook_endpoints.disabled_at', 'is', null)
+      .where('webhook_outbox.id', 'in', (eb) =>
+        eb
+          .selectFrom('webhook_outbox as head')
+          .select((e) => e.fn.min<number>('head.id').as('id'))
+          .where('head.state', '=', 'pending')
+          .where('head.next_attempt_at', '<=', now)
+          .groupBy('head.endpoint_id'),
+      )
       .orderBy('webhook_outbox.id')
-      .limit(limit)
+      .execute();
+  }
+
+  /** Forgets finished messages and attempts from before `before` (ISO time). */
+  async purge(before: string): Promise<void> {
+    await this.db.deleteFrom('webhook_attempts').where('at', '<', before).execute();
+    await this.db
+      .deleteFrom('webhook_outbox')
+      .where('state', '!=', 'pending')
+      .where('created_at', '<', before)
       .execute();
   }
 

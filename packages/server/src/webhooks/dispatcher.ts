@@ -21,7 +21,11 @@ export interface WebhookSettings {
   secretGraceMs: number;
   /** Longest wait between passes; an emitted event starts one at once. */
   pollMs: number;
+  /** How long delivered and failed messages and the attempt log are kept. */
+  retentionMs: number;
 }
+
+const PURGE_EVERY_MS = 3600_000;
 
 export interface DispatchLog {
   warn(obj: object, msg: string): void;
@@ -35,6 +39,7 @@ export class Dispatcher {
   private running = false;
   private passing: Promise<void> | null = null;
   private again = false;
+  private purgedAt = 0;
 
   constructor(
     private readonly q: WebhookQueries,
@@ -86,10 +91,11 @@ export class Dispatcher {
   }
 
   private async pass(): Promise<void> {
-    const rows = await this.q.due(Date.now(), 200);
-    const first = new Map<string, OutboxRow>();
-    for (const row of rows) if (!first.has(row.endpoint_id)) first.set(row.endpoint_id, row);
-    for (const row of first.values()) {
+    if (Date.now() - this.purgedAt > PURGE_EVERY_MS) {
+      this.purgedAt = Date.now();
+      await this.q.purge(new Date(Date.now() - this.settings.retentionMs).toISOString());
+    }
+    for (const row of await this.q.due(Date.now())) {
       if (this.busy.has(row.endpoint_id)) continue;
       this.busy.add(row.endpoint_id);
       const job: Promise<void> = this.deliver(row)

@@ -16,6 +16,7 @@ export function createWebhooks(store: Store, config: Config, log: DispatchLog): 
       disableAfterMs: config.webhookDisableAfterSeconds * 1000,
       secretGraceMs: config.webhookSecretGraceSeconds * 1000,
       pollMs: 1000,
+      retentionMs: 30 * 24 * 3600_000,
     },
     log,
   );

@@ -149,7 +149,13 @@ describe('webhook events and dispatcher (real store, loopback receiver)', () => 
     id: 'host_test',
     sandboxes: { destroy: async (id: string) => void calls.push(`destroy ${id}`) },
   } as unknown as HostApi;
-  const settings = { timeoutMs: 2000, disableAfterMs: 60_000, secretGraceMs: 1000, pollMs: 50 };
+  const settings = {
+    timeoutMs: 2000,
+    disableAfterMs: 60_000,
+    secretGraceMs: 1000,
+    pollMs: 50,
+    retentionMs: 3600_000,
+  };
 
   before(async () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -244,5 +250,24 @@ describe('webhook events and dispatcher (real store, loopback receiver)', () => 
       ],
     );
     await webhooks.remove('org_a', ep.id);
+  });
+
+  it('purges finished messages and attempts past the retention, never pending ones', async () => {
+    const count = async (table: 'webhook_outbox' | 'webhook_attempts') =>
+      Number(
+        (
+          await store.db
+            .selectFrom(table)
+            .select((e) => e.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    assert.ok((await count('webhook_attempts')) > 0);
+    await webhooks.q.purge(new Date(Date.now() - 3600_000).toISOString());
+    assert.ok((await count('webhook_attempts')) > 0, 'recent ones are kept');
+    await webhooks.q.purge(new Date(Date.now() + 1000).toISOString());
+    assert.equal(await count('webhook_attempts'), 0);
+    const left = await store.db.selectFrom('webhook_outbox').select('state').execute();
+    assert.ok(left.every((r) => r.state === 'pending'));
   });
 });
