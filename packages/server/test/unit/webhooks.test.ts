@@ -18,7 +18,7 @@ import { openSqliteStore } from '../../src/store/open';
 import type { Store } from '../../src/store/store';
 import { VolumeService } from '../../src/volume-service';
 import { causeOf } from '../../src/webhooks/cause';
-import { reportBuild } from '../../src/webhooks/events';
+import { reportBuild, reportDatabase } from '../../src/webhooks/events';
 import { checkFilters, checkUrl, matchesFilters } from '../../src/webhooks/filters';
 import { reportedState, sandboxEvents } from '../../src/webhooks/sandbox-events';
 import { RETRY_SCHEDULE_MS, retryDelay } from '../../src/webhooks/schedule';
@@ -248,6 +248,35 @@ describe('webhook events and dispatcher (real store, loopback receiver)', () => 
         ['template.built', 'tpl-x', undefined],
         ['template.failed', 'tpl-x', 'TEMPLATE_BUILD_FAILED'],
       ],
+    );
+    await webhooks.remove('org_a', ep.id);
+  });
+
+  it('reports databases without their credentials', async () => {
+    const ep = await webhooks.create('org_a', {
+      url: 'http://127.0.0.1:9/discard',
+      events: ['database.*'],
+    });
+    const db = {
+      id: 'db_x',
+      label: 'app',
+      password: 'hunter2',
+      connection_url: 'postgresql://app:hunter2@h/app',
+      pooled_url: 'postgresql://app:hunter2@h:6432/app',
+    } as unknown as Parameters<typeof reportDatabase>[3];
+    const req = { principal: { orgId: 'org_a' }, log: { warn: () => undefined } };
+    reportDatabase({ webhooks }, req, 'database.restored', db, { source_id: 'db_parent' });
+    await new Promise((r) => setTimeout(r, 50));
+    const row = await store.db
+      .selectFrom('webhook_outbox')
+      .select('payload')
+      .where('endpoint_id', '=', ep.id)
+      .executeTakeFirstOrThrow();
+    assert.doesNotMatch(row.payload, /hunter2/);
+    const event = JSON.parse(row.payload) as Json;
+    assert.deepEqual(
+      [event.type, event.data.database, event.data.source_id],
+      ['database.restored', { id: 'db_x', label: 'app' }, 'db_parent'],
     );
     await webhooks.remove('org_a', ep.id);
   });
