@@ -224,7 +224,7 @@ describe('webhooks (real gVisor)', () => {
     let down = true;
     rx.answer.set('/down', () => (down ? 503 : 200));
     await endpoint('down', ['sandbox.state_changed']);
-    await lifecycle('resume');
+    await lifecycle('hibernate');
     const ep = await waitFor('the endpoint disabled', async () => {
       const e = await ok(await call(`/v1/webhooks/${ids.get('down')}`));
       return e.enabled ? undefined : e;
@@ -262,7 +262,7 @@ describe('webhooks (real gVisor)', () => {
     );
     const got = rx.on('/down');
     assert.equal(got.at(-1)!.headers['webhook-id'], last.message_id);
-    assert.equal(verified('down').at(-1).data.state, 'running');
+    assert.equal(verified('down').at(-1).data.state, 'hibernated');
   });
 
   it('signs with both secrets during the grace period after a rotation', async () => {
@@ -275,16 +275,13 @@ describe('webhooks (real gVisor)', () => {
     const grace = Date.parse(rotated.previous_secret_expires_at!) - Date.now();
     assert.ok(grace > 23 * 3600_000 && grace <= 24 * 3600_000, `grace ${grace} ms`);
     const before = rx.on('/all').length;
-    await lifecycle('pause');
+    await lifecycle('wake');
     const got = await waitFor('a delivery after rotation', () => rx.on('/all')[before]);
     const signatures = got.headers['webhook-signature']!.split(' ');
     assert.equal(signatures.length, 2);
     assert.ok(signatures.every((s) => s.startsWith('v1,')));
     for (const secret of [rotated.secret, old])
-      assert.equal(
-        (new Webhook(secret).verify(got.body, got.headers) as Json).data.state,
-        'paused',
-      );
+      assert.equal((new Webhook(secret).verify(got.body, got.headers) as Json).data.state, 'woken');
     assert.throws(() =>
       new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(got.body, got.headers),
     );
@@ -333,14 +330,14 @@ describe('webhooks (real gVisor)', () => {
     let holding = true;
     rx.answer.set('/held', () => (holding ? 'hold' : 200));
     await endpoint('held', ['sandbox.state_changed']);
-    await lifecycle('resume');
+    await lifecycle('pause');
     const first = await waitFor('the held delivery', () => rx.on('/held')[0]);
     await p.stop();
     holding = false;
     p = await startTestPlatform({ home, ...options });
     const again = await waitFor('the delivery after restart', () => rx.on('/held')[1]);
     assert.equal(again.headers['webhook-id'], first.headers['webhook-id']);
-    assert.equal(verified('held')[1].data.state, 'running');
+    assert.equal(verified('held')[1].data.state, 'paused');
     const log = await waitFor('the logged delivery', async () => {
       const items = await deliveries('held');
       return items.find((d) => d.message_id === first.headers['webhook-id'] && d.delivered);
