@@ -122,14 +122,20 @@ export class WebhookQueries {
       .execute();
   }
 
-  /** When the next pending row falls due (epoch ms), or null with nothing pending. */
-  async nextDue(): Promise<number | null> {
-    const row = await this.db
+  /**
+   * When the next pending row falls due (epoch ms), or null with nothing
+   * pending; rows of disabled endpoints and of the `busy` ones (a delivery
+   * in flight) do not count.
+   */
+  async nextDue(busy: readonly string[]): Promise<number | null> {
+    let q = this.db
       .selectFrom('webhook_outbox')
-      .select((eb) => eb.fn.min('next_attempt_at').as('at'))
-      .where('state', '=', 'pending')
-      .executeTakeFirst();
-    return row?.at ?? null;
+      .innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_outbox.endpoint_id')
+      .select((eb) => eb.fn.min('webhook_outbox.next_attempt_at').as('at'))
+      .where('webhook_outbox.state', '=', 'pending')
+      .where('webhook_endpoints.disabled_at', 'is', null);
+    if (busy.length > 0) q = q.where('webhook_outbox.endpoint_id', 'not in', busy);
+    return (await q.executeTakeFirst())?.at ?? null;
   }
 
   async updateOutbox(id: number, patch: Updateable<WebhookOutboxTable>): Promise<void> {

@@ -83,7 +83,8 @@ export class Dispatcher {
 
   private async schedule(): Promise<void> {
     if (!this.running) return;
-    const next = await this.q.nextDue().catch(() => null);
+    // An endpoint with a delivery in flight is looked at again when it ends (kick).
+    const next = await this.q.nextDue([...this.busy]).catch(() => null);
     if (!this.running || this.passing) return;
     const wait = next === null ? this.settings.pollMs : Math.max(0, next - Date.now());
     if (this.timer) clearTimeout(this.timer);

@@ -124,6 +124,7 @@ describe('webhook events and dispatcher (real store, loopback receiver)', () => 
   let open = 0;
   let mostOpen = 0;
   let failFirst = 0;
+  let answerAfterMs = 20;
   const server = createServer((req, res) => {
     open++;
     mostOpen = Math.max(mostOpen, open);
@@ -138,7 +139,7 @@ describe('webhook events and dispatcher (real store, loopback receiver)', () => 
       setTimeout(() => {
         open--;
         res.writeHead(failFirst-- > 0 ? 500 : 200).end();
-      }, 20);
+      }, answerAfterMs);
     });
   });
   let store: Store;
@@ -220,6 +221,27 @@ describe('webhook events and dispatcher (real store, loopback receiver)', () => 
       [2, 200],
     ]);
   });
+  it('waits for a slow delivery without polling while the next message is due', async () => {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/slow`;
+    const ep = await webhooks.create('org_a', { url, events: ['quota.exceeded'] });
+    answerAfterMs = 500;
+    const before = got.length;
+    let passes = 0;
+    const due = webhooks.q.due.bind(webhooks.q);
+    webhooks.q.due = (now) => (passes++, due(now));
+    try {
+      await webhooks.emit('org_a', 'quota.exceeded', { n: 1 });
+      await webhooks.emit('org_a', 'quota.exceeded', { n: 2 });
+      while (got.length < before + 2) await new Promise((r) => setTimeout(r, 20));
+      // Two deliveries of 500 ms: a pass per event, per delivery's end, and the 50 ms poll at most.
+      assert.ok(passes < 30, `${passes} passes`);
+    } finally {
+      webhooks.q.due = due;
+      answerAfterMs = 20;
+    }
+    await webhooks.remove('org_a', ep.id);
+  });
+
   it('reports template builds: built, failed once started, nothing for a refused request', async () => {
     const ep = await webhooks.create('org_a', {
       url: 'http://127.0.0.1:9/discard', // refused: only the outbox is looked at
