@@ -1,6 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Quotas } from '@warren/sdk';
+import { Webhook } from 'standardwebhooks';
 import { runCli, startTestPlatform, type TestPlatform } from '../fixture';
 import { waitFor } from '../wait';
 
@@ -10,7 +13,10 @@ describe('quotas per organisation (real gVisor)', () => {
   let p: TestPlatform;
   let org: string;
   let key: string; // the organisation's own admin key: not the install's admin
-  const exceeded: Array<{ orgId: string; quota: string; limit: number }> = [];
+  // quota.exceeded events, as a webhook receiver on loopback got and verified them.
+  const exceeded: Array<{ quota: string; limit: number; current: number }> = [];
+  let receiver: Server;
+  let secret = '';
   const made = new Set<string>();
 
   const call = (path: string, init: { method?: string; json?: unknown; token?: string } = {}) =>
@@ -47,7 +53,6 @@ describe('quotas per organisation (real gVisor)', () => {
 
   before(async () => {
     p = await startTestPlatform();
-    p.context.quotas.onQuotaExceeded = (e) => exceeded.push(e);
     org = (await p.json('/v1/orgs', { method: 'POST', json: { name: 'q' } })).id;
     key = (
       await p.json('/v1/keys', {
@@ -55,10 +60,31 @@ describe('quotas per organisation (real gVisor)', () => {
         json: { name: 'q-admin', scopes: ['admin'], org_id: org },
       })
     ).key;
+    receiver = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).map(([k, v]) => [k, String(v)]),
+        );
+        const event = new Webhook(secret).verify(Buffer.concat(chunks).toString(), headers) as Json;
+        exceeded.push(event.data);
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`;
+    const endpoint = await call('/v1/webhooks', {
+      method: 'POST',
+      json: { url, events: ['quota.exceeded'] },
+    });
+    assert.equal(endpoint.status, 201, await endpoint.clone().text());
+    secret = ((await endpoint.json()) as Json).secret;
   });
   after(async () => {
     for (const id of made) await call(`/v1/sandboxes/${id}`, { method: 'DELETE' }).catch(() => 0);
     await p?.stop();
+    receiver?.close();
   });
 
   it('only the install admin sets quotas; an organisation reads its own and its use', async () => {
@@ -102,7 +128,10 @@ describe('quotas per organisation (real gVisor)', () => {
     const listed = (await (await call('/v1/sandboxes')).json()) as Json;
     assert.equal(listed.items.length, 2);
     assert.equal(p.runscContainers().length, 2);
-    assert.ok(exceeded.some((e) => e.orgId === org && e.quota === 'sandboxes' && e.limit === 2));
+    await waitFor(
+      () => exceeded.some((e) => e.quota === 'sandboxes' && e.limit === 2 && e.current === 2),
+      { what: 'a signed quota.exceeded webhook for the sandboxes quota' },
+    );
     const use = (await (await call('/v1/quotas')).json()) as Json;
     assert.equal(use.usage.sandboxes, 2);
     assert.equal(use.usage.memory_mb, 256);

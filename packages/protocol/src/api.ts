@@ -17,5 +17,6 @@ export * from './api/keys';
 export * from './api/audit';
 export * from './api/usage';
 export * from './api/quotas';
+export * from './api/webhooks';
 
 export type { Static, TSchema } from '@sinclair/typebox';

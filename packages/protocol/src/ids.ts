@@ -11,6 +11,8 @@ export const ID_PREFIX = {
   request: 'req',
   host: 'host',
   database: 'db',
+  webhook: 'wh',
+  message: 'msg',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -33,6 +33,7 @@ export { Keys, Organisations, SCOPES, type CreateKeyOptions } from './keys';
 export { Audit } from './audit';
 export type { AuditPage } from './audit';
 export { Quotas, type OrganisationQuotas, type QuotaOverrides } from './quotas';
+export { Webhooks, WEBHOOK_EVENT_TYPES } from './webhooks';
 export { Database } from './databases';
 export type { DatabaseEvent } from './databases';
 export { getHealth } from './health';
@@ -86,4 +87,8 @@ export type {
   UsageGroup,
   UsageSample,
   UsageFigures,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+  WebhookDelivery,
+  UpdateWebhookRequest,
 } from '@warren/protocol';

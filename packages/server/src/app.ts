@@ -31,6 +31,8 @@ import { accessHooks, declareRouteScopes } from './keys/hooks';
 import { metricsHooks } from './metrics/hooks';
 import { metricsRoutes } from './routes/metrics';
 import { usageRoutes } from './routes/usage';
+import { webhookRoutes } from './routes/webhooks';
+import { requestCauses } from './webhooks/cause';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -120,6 +122,7 @@ export async function buildApp(
 
   accessHooks(app, ctx);
   metricsHooks(app, ctx.metrics);
+  requestCauses(app);
 
   app.addHook('preValidation', async (request) => {
     const schema = request.routeOptions.schema;
@@ -183,6 +186,7 @@ export async function buildApp(
   await app.register(usageRoutes(ctx));
   await app.register(metricsRoutes(ctx));
   await app.register(quotaRoutes(ctx));
+  await app.register(webhookRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

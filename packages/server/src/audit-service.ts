@@ -1,14 +1,19 @@
 /** The audit log: one event for every state-changing request (app.ts), and reading it back. */
-import type { AuditFilter, AuditRow, Store } from './store/store';
+import { AuditQueries, type AuditFilter, type AuditRow } from './store/audit';
+import type { Store } from './store/store';
 
 export class AuditService {
-  constructor(private readonly store: Store) {}
+  private readonly queries: AuditQueries;
+
+  constructor(store: Store) {
+    this.queries = new AuditQueries(store.db);
+  }
 
   record(event: AuditRow): Promise<void> {
-    return this.store.audit(event);
+    return this.queries.insert(event);
   }
 
   list(orgId: string, filter: AuditFilter, limit: number): Promise<(AuditRow & { id: number })[]> {
-    return this.store.auditEvents(orgId, filter, limit);
+    return this.queries.list(orgId, filter, limit);
   }
 }

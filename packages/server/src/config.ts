@@ -74,6 +74,14 @@ export interface Config extends AuthConfig {
   usageSampleMs: number;
   /** How long usage samples are kept; hourly totals stay (WARREN_USAGE_RETENTION_SECONDS). */
   usageRetentionSeconds: number;
+  /** Multiplies the webhook retry schedule (WARREN_WEBHOOK_RETRY_SCALE; 1 = about a day). */
+  webhookRetryScale: number;
+  /** How long a receiver has to answer one delivery (WARREN_WEBHOOK_TIMEOUT_MS). */
+  webhookTimeoutMs: number;
+  /** An endpoint failing every attempt this long is disabled (WARREN_WEBHOOK_DISABLE_AFTER_SECONDS). */
+  webhookDisableAfterSeconds: number;
+  /** How long a rotated-out secret keeps signing (WARREN_WEBHOOK_SECRET_GRACE_SECONDS). */
+  webhookSecretGraceSeconds: number;
 }
 
 function networkPolicy(value: string | undefined): NetworkPolicy {
@@ -171,6 +179,10 @@ export function loadConfig(
     usageSampleMs: int(env.WARREN_USAGE_SAMPLE_MS, 5000),
     usageRetentionSeconds: int(env.WARREN_USAGE_RETENTION_SECONDS, 24 * 3600),
     ...loadAuthConfig(env),
+    webhookRetryScale: int(env.WARREN_WEBHOOK_RETRY_SCALE, 1),
+    webhookTimeoutMs: int(env.WARREN_WEBHOOK_TIMEOUT_MS, 10_000),
+    webhookDisableAfterSeconds: int(env.WARREN_WEBHOOK_DISABLE_AFTER_SECONDS, 5 * 24 * 3600),
+    webhookSecretGraceSeconds: int(env.WARREN_WEBHOOK_SECRET_GRACE_SECONDS, 24 * 3600),
     ...overrides,
   };
   return config;

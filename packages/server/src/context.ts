@@ -14,6 +14,7 @@ import type { Store } from './store/store';
 import type { TemplateService } from './template-service';
 import type { UsageService } from './usage/service';
 import type { VolumeService } from './volume-service';
+import type { WebhookService } from './webhooks/service';
 
 /**
  * What route modules need; built once in platform.ts. Routes call the
@@ -38,6 +39,8 @@ export interface AppContext {
   metrics: Metrics;
   usage: UsageService;
   quotas: QuotaService;
+  /** Webhook endpoints, and `emit(orgId, type, data)` for anything that has an event to report. */
+  webhooks: WebhookService;
   version: string;
   startedAt: number;
 }

@@ -31,6 +31,7 @@ import { TemplateService } from './template-service';
 import { VolumeService } from './volume-service';
 import { UsageSampler } from './usage/sampler';
 import { UsageService } from './usage/service';
+import { createWebhooks } from './webhooks';
 
 export const VERSION = '0.1.0';
 
@@ -75,6 +76,9 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const tokenFile = join(config.home, 'admin-token');
   const adminToken = await ensureAdminToken(store, tokenFile);
 
+  let app: App | null = null;
+  const webhooks = createWebhooks(store, config, { warn: (o, m) => app?.log.warn(o, m) });
+
   let network: NetworkService | null = null;
   let metrics: Metrics | null = null;
   const host = await createHostAgent({
@@ -96,7 +100,6 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   network = new NetworkService(store, host, sandboxes);
   await reconcileSandboxes(store, host, sandboxes);
 
-  let app: App | null = null;
   const log: DatabaseLog = {
     info: (o, m) => app?.log.info(o, m),
     warn: (o, m) => app?.log.warn(o, m),
@@ -106,6 +109,14 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const quotas = new QuotaService(store, config.quotaDefaults);
   const snapshots = new SnapshotService(store, host, sandboxes, creator);
   for (const service of [creator, volumes, databases.service, snapshots]) service.quotas = quotas;
+  quotas.onQuotaExceeded = (e) =>
+    webhooks.emitQuietly(
+      e.orgId,
+      'quota.exceeded',
+      { quota: e.quota, limit: e.limit, current: e.current },
+      { warn: (o, m) => app?.log.warn(o, m) },
+    );
+  webhooks.dispatcher.onFinished = (result, seconds) => metrics.webhookDelivery(result, seconds);
   const context: AppContext = {
     config,
     store,
@@ -123,6 +134,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     metrics,
     usage: new UsageService(store, sampler),
     quotas,
+    webhooks,
     version: VERSION,
     startedAt: Date.now(),
   };
@@ -144,6 +156,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const shownHost = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   sweeper.start();
   sampler.start();
+  webhooks.dispatcher.start();
 
   let closed = false;
   return {
@@ -161,6 +174,8 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
       if (closed) return;
       closed = true;
       await sweeper.stop();
+      // Deliveries cut short stay pending in the store: the next start sends them.
+      await webhooks.dispatcher.stop();
       await databases.stop();
       await app!.close();
       if (config.destroyOnClose) {

@@ -18,6 +18,7 @@ export const SCOPES = [
   'databases',
   'audit',
   'keys',
+  'webhooks',
   'admin',
 ] as const;
 export type Scope = (typeof SCOPES)[number];

@@ -98,6 +98,14 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   'GET /v1/quotas': 'any',
   'GET /v1/orgs/:id/quotas': ['admin'],
   'PUT /v1/orgs/:id/quotas': ['admin'],
+  'POST /v1/webhooks': ['webhooks'],
+  'GET /v1/webhooks': ['webhooks'],
+  'GET /v1/webhooks/:id': ['webhooks'],
+  'PATCH /v1/webhooks/:id': ['webhooks'],
+  'DELETE /v1/webhooks/:id': ['webhooks'],
+  'POST /v1/webhooks/:id/rotate-secret': ['webhooks'],
+  'GET /v1/webhooks/:id/deliveries': ['webhooks'],
+  'POST /v1/webhooks/:id/deliveries/:message_id/redeliver': ['webhooks'],
 };
 
 /** The access a route declares; HEAD routes are their GET's. Undefined when it declares none. */

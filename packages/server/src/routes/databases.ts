@@ -15,6 +15,7 @@ import {
   UpdateDatabaseRequest,
 } from '@warren/protocol';
 import type { AppContext } from '../context';
+import { reportDatabase } from '../webhooks/events';
 import { NoContent, errors } from './responses';
 
 export const databaseRoutes =
@@ -38,6 +39,7 @@ export const databaseRoutes =
       async (req, reply) => {
         const db = await dbs.service.create(req.principal!.orgId, req.body);
         req.auditResource = { type: 'database', id: db.id };
+        reportDatabase(ctx, req, 'database.created', db);
         return reply.status(201).send(db);
       },
     );
@@ -147,6 +149,7 @@ export const databaseRoutes =
       async (req, reply) => {
         req.auditResource = { type: 'database', id: req.params.id };
         const db = await dbs.copies.restore(req.principal!.orgId, req.params.id, req.body);
+        reportDatabase(ctx, req, 'database.restored', db, { source_id: req.params.id });
         return reply.status(201).send(db);
       },
     );

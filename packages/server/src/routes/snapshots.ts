@@ -15,6 +15,7 @@ import type { Principal } from '../auth';
 import type { AppContext } from '../context';
 import { visibleOf } from '../keys/access';
 import { checkCreate } from '../keys/restriction';
+import { requestCause } from '../webhooks/cause';
 import { NoContent, errors } from './responses';
 
 /** Children take the parent's labels unless the request sets them; the parent matched already. */
@@ -41,6 +42,12 @@ export const snapshotRoutes =
       },
       async (req, reply) => {
         const snap = await ctx.snapshots.snapshot(req.principal!.orgId, req.params.id);
+        ctx.webhooks.emitQuietly(
+          req.principal!.orgId,
+          'snapshot.created',
+          { snapshot: snap, cause: requestCause('snapshot requested') },
+          req.log,
+        );
         return reply.status(201).send(snap);
       },
     );

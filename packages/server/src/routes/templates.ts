@@ -14,6 +14,7 @@ import {
   type TemplateBuildEvent,
 } from '@warren/protocol';
 import type { AppContext } from '../context';
+import { reportBuild } from '../webhooks/events';
 import { NoContent, errors } from './responses';
 
 export { TEMPLATE_UPLOAD_LIMIT };
@@ -111,8 +112,12 @@ export const templateRoutes =
       },
       async (req, reply) => {
         req.auditResource = { type: 'template', id: req.body.name };
-        return streamBuild(reply, (progress) =>
-          ctx.templates.build(req.principal!.orgId, req.body, progress),
+        const orgId = req.principal!.orgId;
+        return streamBuild(
+          reply,
+          reportBuild(ctx.webhooks, req.log, orgId, req.body.name, (progress) =>
+            ctx.templates.build(orgId, req.body, progress),
+          ),
         );
       },
     );
@@ -143,8 +148,12 @@ export const templateRoutes =
           );
         // Cheap checks before reading what may be gigabytes.
         await ctx.templates.checkNew(req.principal!.orgId, name);
-        return streamBuild(reply, (progress) =>
-          ctx.templates.buildFromImage(req.principal!.orgId, name, body, req.query, progress),
+        const orgId = req.principal!.orgId;
+        return streamBuild(
+          reply,
+          reportBuild(ctx.webhooks, req.log, orgId, name, (progress) =>
+            ctx.templates.buildFromImage(orgId, name, body, req.query, progress),
+          ),
         );
       },
     );
@@ -165,7 +174,12 @@ export const templateRoutes =
         req.auditResource = { type: 'template', id: name };
         await ctx.templates.checkWritable(req.principal!, name);
         await ctx.templates.checkRebuild(name);
-        return streamBuild(reply, (progress) => ctx.templates.rebuild(name, progress));
+        return streamBuild(
+          reply,
+          reportBuild(ctx.webhooks, req.log, req.principal!.orgId, name, (progress) =>
+            ctx.templates.rebuild(name, progress),
+          ),
+        );
       },
     );
 

@@ -269,6 +269,74 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0009_webhooks': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('webhook_endpoints')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organisations.id'))
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('description', 'text', (c) => c.notNull().defaultTo(''))
+        .addColumn('events', 'text', (c) => c.notNull().defaultTo('["*"]'))
+        // The signing secret: needed in clear to sign, so kept like a sandbox's env.
+        .addColumn('secret', 'text', (c) => c.notNull())
+        .addColumn('previous_secret', 'text')
+        .addColumn('previous_secret_expires_at', 'text')
+        .addColumn('disabled_at', 'text')
+        .addColumn('disabled_reason', 'text')
+        .addColumn('failing_since', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('webhook_endpoints_org')
+        .on('webhook_endpoints')
+        .columns(['org_id', 'created_at'])
+        .execute();
+      // The outbox: one row per (event, endpoint), written when the event happens.
+      await db.schema
+        .createTable('webhook_outbox')
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('endpoint_id', 'text', (c) => c.notNull())
+        .addColumn('message_id', 'text', (c) => c.notNull())
+        .addColumn('event_type', 'text', (c) => c.notNull())
+        .addColumn('payload', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('next_attempt_at', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('webhook_outbox_due')
+        .on('webhook_outbox')
+        .columns(['state', 'next_attempt_at'])
+        .execute();
+      await db.schema
+        .createIndex('webhook_outbox_message')
+        .on('webhook_outbox')
+        .columns(['endpoint_id', 'message_id'])
+        .execute();
+      await db.schema
+        .createTable('webhook_attempts')
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('endpoint_id', 'text', (c) => c.notNull())
+        .addColumn('outbox_id', 'integer', (c) => c.notNull())
+        .addColumn('message_id', 'text', (c) => c.notNull())
+        .addColumn('event_type', 'text', (c) => c.notNull())
+        .addColumn('attempt', 'integer', (c) => c.notNull())
+        .addColumn('status_code', 'integer')
+        .addColumn('latency_ms', 'integer', (c) => c.notNull())
+        .addColumn('response', 'text', (c) => c.notNull())
+        .addColumn('error', 'text')
+        .addColumn('at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('webhook_attempts_endpoint')
+        .on('webhook_attempts')
+        .columns(['endpoint_id', 'id'])
+        .execute();
+    },
+  },
   '0010_quotas': {
     async up(db: Kysely<unknown>) {
       await db.schema

@@ -245,6 +245,56 @@ export interface OrgQuotaTable {
   updated_at: string;
 }
 
+export interface WebhookEndpointTable {
+  id: string;
+  org_id: string;
+  url: string;
+  description: string;
+  /** JSON array of event filters. */
+  events: string;
+  /** `whsec_<base64>`. */
+  secret: string;
+  /** The secret before the last rotation: it also signs until previous_secret_expires_at. */
+  previous_secret: string | null;
+  previous_secret_expires_at: string | null;
+  disabled_at: string | null;
+  disabled_reason: string | null;
+  /** When the first of the current run of failed attempts was made. */
+  failing_since: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One message to one endpoint: pending until delivered, or failed once its retries are spent. */
+export interface WebhookOutboxTable {
+  id: Generated<number>;
+  endpoint_id: string;
+  message_id: string;
+  event_type: string;
+  /** The exact JSON body that is signed and sent. */
+  payload: string;
+  /** 'pending', 'delivered', 'failed' (retries spent) or 'abandoned' (endpoint disabled). */
+  state: string;
+  attempts: number;
+  /** Epoch milliseconds. */
+  next_attempt_at: number;
+  created_at: string;
+}
+
+export interface WebhookAttemptTable {
+  id: Generated<number>;
+  endpoint_id: string;
+  outbox_id: number;
+  message_id: string;
+  event_type: string;
+  attempt: number;
+  status_code: number | null;
+  latency_ms: number;
+  response: string;
+  error: string | null;
+  at: string;
+}
+
 export interface Database {
   organisations: OrganisationTable;
   api_tokens: ApiTokenTable;
@@ -263,4 +313,7 @@ export interface Database {
   usage_samples: UsageSampleTable;
   usage_hours: UsageHourTable;
   org_quotas: OrgQuotaTable;
+  webhook_endpoints: WebhookEndpointTable;
+  webhook_outbox: WebhookOutboxTable;
+  webhook_attempts: WebhookAttemptTable;
 }

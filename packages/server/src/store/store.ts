@@ -15,27 +15,9 @@ import {
   type SandboxRow,
   type SnapshotRecord,
 } from './records';
-import type { AuditEventTable, Database, EgressEventTable } from './schema';
+import type { Database, EgressEventTable } from './schema';
 
 export type { SandboxRecord, SnapshotRecord };
-export type AuditRow = Omit<Selectable<AuditEventTable>, 'id'>;
-
-/** Filters of the audit log (GET /v1/audit); every one given must match. */
-export interface AuditFilter {
-  before?: number;
-  actor?: string;
-  resource_type?: string;
-  resource_id?: string;
-  /** Exact, or a prefix ending in `*`. */
-  action?: string;
-  result?: 'success' | 'failure';
-  status?: number;
-  error_code?: string;
-  request_id?: string;
-  since?: string;
-  until?: string;
-}
-
 export type EgressEventRow = Selectable<EgressEventTable>;
 
 export interface SandboxFilter {
@@ -58,8 +40,19 @@ function decodeCursor(cursor: string): { createdAt: string; id: string } {
   return { createdAt, id };
 }
 
+/** A recorded state change of a sandbox, as listeners are told of it. */
+export interface SandboxStateChange {
+  sandbox_id: string;
+  from_state: string | null;
+  to_state: string;
+  cause: string;
+  at: string;
+}
+
 export class Store {
   readonly db: Kysely<Database>;
+  /** Told of each sandbox state change once it is committed (webhooks); its errors are its own. */
+  onSandboxStateChange: ((change: SandboxStateChange) => Promise<void>) | null = null;
 
   constructor(dialect: Dialect) {
     this.db = new Kysely<Database>({ dialect });
@@ -191,7 +184,7 @@ export class Store {
     extra: Pick<Partial<SandboxRow>, 'stopped_at' | 'stop_reason'> = {},
   ): Promise<void> {
     const at = new Date().toISOString();
-    await this.db.transaction().execute(async (tx) => {
+    const from = await this.db.transaction().execute(async (tx) => {
       const current = await tx
         .selectFrom('sandboxes')
         .select('state')
@@ -206,6 +199,14 @@ export class Store {
         .insertInto('sandbox_events')
         .values({ sandbox_id: id, at, from_state: current?.state ?? null, to_state: to, cause })
         .execute();
+      return current?.state ?? null;
+    });
+    await this.onSandboxStateChange?.({
+      sandbox_id: id,
+      from_state: from,
+      to_state: to,
+      cause,
+      at,
     });
   }
 
@@ -359,34 +360,5 @@ export class Store {
     if (q.decision) query = query.where('decision', '=', q.decision);
     if (q.before) query = query.where('id', '<', q.before);
     return query.orderBy('id', 'desc').limit(q.limit).execute();
-  }
-
-  // ---- audit ----
-
-  async audit(event: AuditRow): Promise<void> {
-    await this.db.insertInto('audit_events').values(event).execute();
-  }
-
-  async auditEvents(
-    orgId: string,
-    f: AuditFilter,
-    limit: number,
-  ): Promise<(AuditRow & { id: number })[]> {
-    let q = this.db.selectFrom('audit_events').selectAll().where('org_id', '=', orgId);
-    if (f.before !== undefined) q = q.where('id', '<', f.before);
-    if (f.actor) q = q.where('actor', '=', f.actor);
-    if (f.resource_type) q = q.where('resource_type', '=', f.resource_type);
-    if (f.resource_id) q = q.where('resource_id', '=', f.resource_id);
-    const prefix = f.action?.endsWith('*') ? f.action.slice(0, -1) : null;
-    if (prefix !== null) q = q.where(sql<string>`substr(action, 1, ${prefix.length})`, '=', prefix);
-    else if (f.action) q = q.where('action', '=', f.action);
-    if (f.result === 'success') q = q.where('status', '<', 400);
-    if (f.result === 'failure') q = q.where('status', '>=', 400);
-    if (f.status !== undefined) q = q.where('status', '=', f.status);
-    if (f.error_code) q = q.where('error_code', '=', f.error_code);
-    if (f.request_id) q = q.where('request_id', '=', f.request_id);
-    if (f.since) q = q.where('at', '>=', new Date(f.since).toISOString());
-    if (f.until) q = q.where('at', '<', new Date(f.until).toISOString());
-    return q.orderBy('id', 'desc').limit(limit).execute();
   }
 }
