@@ -14,5 +14,6 @@ export * from './api/templates';
 export * from './api/health';
 export * from './api/databases';
 export * from './api/keys';
+export * from './api/pty';
 
 export type { Static, TSchema } from '@sinclair/typebox';
