@@ -4,9 +4,11 @@
  * generate the OpenAPI document through @fastify/swagger), its streaming
  * replies, structured logging with request ids (pino), and its speed.
  */
+import { EventEmitter } from 'node:events';
 import { Readable } from 'node:stream';
 import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
+import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { WarrenError, newId } from '@warren/protocol';
 import type { Principal } from './auth';
@@ -26,6 +28,7 @@ import { networkRoutes } from './routes/network';
 import { volumeRoutes } from './routes/volumes';
 import { databaseRoutes } from './routes/databases';
 import { keyRoutes } from './routes/keys';
+import { ptyRoutes, WEBSOCKET_OPTIONS } from './routes/pty';
 import { accessHooks, declareRouteScopes } from './keys/hooks';
 
 declare module 'fastify' {
@@ -60,9 +63,10 @@ async function readJsonBody(payload: Readable, limit: number): Promise<unknown> 
 
 export async function buildApp(ctx: AppContext, logger: boolean | object = true): Promise<App> {
   const preview = new PreviewProxy(ctx);
+  const apiUpgrades = new EventEmitter();
   const app = Fastify({
     logger,
-    serverFactory: previewServerFactory(preview),
+    serverFactory: previewServerFactory(preview, apiUpgrades),
     bodyLimit: 32 * 1024 * 1024,
     genReqId: () => newId('request'),
     requestIdHeader: false,
@@ -91,6 +95,10 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
       security: [{ bearer: [] }],
     },
   });
+
+  // WebSockets (terminals) through @fastify/websocket, the Fastify plugin over
+  // `ws`: upgrades go through the same routing, hooks and auth as requests.
+  await app.register(websocket, { options: { ...WEBSOCKET_OPTIONS, server: apiUpgrades as never } });
 
   app.decorateRequest('principal', null);
   app.decorateRequest('auditResource', null);
@@ -170,6 +178,7 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
   await app.register(volumeRoutes(ctx));
   await app.register(databaseRoutes(ctx));
   await app.register(keyRoutes(ctx));
+  await app.register(ptyRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

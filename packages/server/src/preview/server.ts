@@ -2,7 +2,10 @@
  * The HTTP server of the control plane, as a Fastify server factory: requests
  * and upgrades whose Host names a preview URL go to the preview proxy before
  * Fastify sees them (they carry no API token); everything else is the API.
+ * The API's own upgrades (terminal WebSockets) are emitted on `apiUpgrades`,
+ * which @fastify/websocket listens on instead of the server.
  */
+import type { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { PreviewProxy } from './proxy';
 
@@ -13,7 +16,7 @@ interface ServerOptions {
   connectionTimeout?: number;
 }
 
-export function previewServerFactory(preview: PreviewProxy) {
+export function previewServerFactory(preview: PreviewProxy, apiUpgrades?: EventEmitter) {
   return (
     handler: (req: IncomingMessage, res: ServerResponse) => void,
     opts: ServerOptions = {},
@@ -26,6 +29,8 @@ export function previewServerFactory(preview: PreviewProxy) {
     server.on('upgrade', (req: IncomingMessage, socket, head: Buffer) => {
       const target = preview.match(req.headers.host);
       if (target) return preview.handleUpgrade(req, socket, head, target);
+      if (apiUpgrades && apiUpgrades.listenerCount('upgrade') > 0)
+        return apiUpgrades.emit('upgrade', req, socket, head);
       // The API has no upgrades of its own unless another listener takes them.
       if (server.listenerCount('upgrade') === 1)
         socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
