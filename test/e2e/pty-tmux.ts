@@ -19,7 +19,7 @@ export async function runShellInTmux(
   const dir = mkdtempSync(join(tmpdir(), 'warren-tmux-'));
   const socket = `warren-pty-test-${process.pid}`;
   const tmux = (...args: string[]) =>
-    execFileSync(TMUX, ['-L', socket, ...args], { encoding: 'utf8' });
+    execFileSync(TMUX, ['-L', socket, ...args], { encoding: 'utf8', stdio: 'pipe' });
   const codeFile = join(dir, 'exit-code');
   const cli = [process.execPath, join(REPO, 'packages/cli/bin/warren.js'), 'sandbox', 'shell'];
   const command = `${cli.join(' ')} ${sandboxId}; echo $? > ${codeFile}`;

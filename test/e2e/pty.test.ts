@@ -103,9 +103,12 @@ describe('terminal sessions (real gVisor, real WebSockets)', () => {
     a.type('export KEEP=kept-$((40+2)); echo hi-$((6*7))\n');
     await a.see(/hi-42/);
     a.ws.send(JSON.stringify({ type: 'resize', cols: 100, rows: 40 }));
-    await waitFor(async () => (await p.json(`/v1/sandboxes/${id}/pty/${shell.pty_id}`)).cols === 100, {
-      what: 'the resize',
-    });
+    await waitFor(
+      async () => (await p.json(`/v1/sandboxes/${id}/pty/${shell.pty_id}`)).cols === 100,
+      {
+        what: 'the resize',
+      },
+    );
     a.type('stty size\n');
     await a.see(/40 100/);
     const resized = await p.json(`/v1/sandboxes/${id}/pty/${shell.pty_id}/resize`, {
@@ -128,7 +131,12 @@ describe('terminal sessions (real gVisor, real WebSockets)', () => {
     await b.close();
     const c = await open(shell.pty_id);
     await c.see(/hi-42[\s\S]*both-2/, 'the scrollback after a reconnect');
+    // An attached viewer keeps the sandbox from being idle, until it leaves.
+    assert.equal(p.context.sandboxes.hasOperations(id), true);
     await c.close();
+    await waitFor(() => !p.context.sandboxes.hasOperations(id), {
+      what: 'the viewer to count off',
+    });
   });
 
   it('survives pause/resume and hibernate/wake: the connection closes, a reconnect carries on', async () => {
@@ -232,11 +240,17 @@ describe('terminal sessions (real gVisor, real WebSockets)', () => {
     assert.equal(v.frames.at(-1).code, 'PAYLOAD_TOO_LARGE');
 
     const w = await open(s.pty_id);
-    assert.equal((await p.api(`/v1/sandboxes/${id}/pty/${s.pty_id}`, { method: 'DELETE' })).status, 204);
+    assert.equal(
+      (await p.api(`/v1/sandboxes/${id}/pty/${s.pty_id}`, { method: 'DELETE' })).status,
+      204,
+    );
     assert.equal((await w.closed).code, 1000);
     assert.equal(w.frames.at(-1).signal, 'SIGKILL');
     assert.equal((await p.api(`/v1/sandboxes/${id}/pty/${s.pty_id}`)).status, 404);
-    assert.equal((await p.api(`/v1/sandboxes/${id}/pty/${s.pty_id}`, { method: 'DELETE' })).status, 404);
+    assert.equal(
+      (await p.api(`/v1/sandboxes/${id}/pty/${s.pty_id}`, { method: 'DELETE' })).status,
+      404,
+    );
   });
 
   it('`warren sandbox shell` in tmux: a person types, sees the answer, and gets the exit code', async () => {

@@ -98,7 +98,9 @@ export async function buildApp(ctx: AppContext, logger: boolean | object = true)
 
   // WebSockets (terminals) through @fastify/websocket, the Fastify plugin over
   // `ws`: upgrades go through the same routing, hooks and auth as requests.
-  await app.register(websocket, { options: { ...WEBSOCKET_OPTIONS, server: apiUpgrades as never } });
+  await app.register(websocket, {
+    options: { ...WEBSOCKET_OPTIONS, server: apiUpgrades as never },
+  });
 
   app.decorateRequest('principal', null);
   app.decorateRequest('auditResource', null);

@@ -44,7 +44,9 @@ export function accessHooks(app: FastifyInstance, ctx: AppContext): void {
     const access = config?.access;
     if (!path.startsWith('/v1/') || access === 'public') return;
     const byToken =
-      config?.queryToken && !request.headers.authorization ? await config.queryToken(request) : null;
+      config?.queryToken && !request.headers.authorization
+        ? await config.queryToken(request)
+        : null;
     // Unknown routes too: without a key, a caller learns nothing of the API.
     request.principal = byToken ?? (await ctx.keys.authenticate(request.headers.authorization));
     if (Array.isArray(access)) requireScopes(request.principal.scopes, access);

@@ -54,9 +54,7 @@ export function servePtySocket(socket: WebSocket, service: PtyService, t: PtySoc
       const msg = `resize needs integer cols 1-${PTY_MAX_COLS} and rows 1-${PTY_MAX_ROWS}`;
       return sendError(new WarrenError('INVALID_REQUEST', msg));
     }
-    service
-      .resize(t.orgId, t.id, t.ptyId, { cols: frame.cols, rows: frame.rows })
-      .catch(sendError);
+    service.resize(t.orgId, t.id, t.ptyId, { cols: frame.cols, rows: frame.rows }).catch(sendError);
   };
 
   socket.on('message', (data: Buffer, isBinary: boolean) => {
