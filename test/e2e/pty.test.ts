@@ -7,7 +7,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { WebSocket } from 'ws';
-import { createSandbox, startTestPlatform, type TestPlatform } from '../fixture';
+import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
 import { waitFor } from '../wait';
 import { runShellInTmux } from './pty-tmux';
 
@@ -118,6 +118,15 @@ describe('terminal sessions (real gVisor, real WebSockets)', () => {
     assert.equal(resized.cols, 120);
     a.type('stty size\n');
     await a.see(/50 120/);
+    // The terminal is the shell's controlling terminal: Ctrl-C interrupts the foreground job.
+    a.type('sleep 600\n');
+    const sleeping = { cmd: 'sh', args: ['-c', 'cat /proc/[0-9]*/comm | grep -qx sleep'] };
+    await waitFor(async () => (await exec(p, id, sleeping)).exit_code === 0, {
+      what: 'the sleep to run',
+    });
+    a.type('\u0003');
+    a.type('echo after-$((1+1))\n');
+    await a.see(/after-2/);
 
     const b = await open(shell.pty_id);
     await b.see(/hi-42/, 'the scrollback replayed to a second viewer');

@@ -6,7 +6,7 @@
  */
 import { constants } from 'node:os';
 import { constants as fsConstants } from 'node:fs';
-import { access, stat } from 'node:fs/promises';
+import { access, readdir, readFile, stat } from 'node:fs/promises';
 import { WarrenError } from '@warren/protocol/errors';
 import { PTY_SCROLLBACK_BYTES, randomText, type PtyInfo } from '@warren/protocol';
 import type { GuestPtyStart } from '@warren/protocol/guest';
@@ -143,8 +143,32 @@ export class PtySession {
     this.child.resize(cols, rows);
   }
 
+  /**
+   * Kills the session leader's process group, then every other process of its
+   * session (a shell's jobs have process groups of their own).
+   */
   kill(): void {
-    if (this.running) this.child.kill('SIGKILL'); // the session leader's whole process group
+    if (!this.running) return;
+    this.child.kill('SIGKILL');
+    void killSession(this.info.pid);
+  }
+}
+
+/** SIGKILLs every process whose session id is `sid` (field 6 of /proc/<pid>/stat). */
+async function killSession(sid: number): Promise<void> {
+  if (!sid) return;
+  for (const name of await readdir('/proc').catch(() => [])) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid === sid) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    // After the command name in parentheses: state, ppid, pgrp, session, ...
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[3]) !== sid) continue;
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
   }
 }
 
@@ -173,16 +197,25 @@ async function defaultShell(uid: number): Promise<string> {
 
 export class PtyTable {
   private readonly byId = new Map<string, PtySession>();
-  private readonly sweep: NodeJS.Timeout;
+  /** Runs only while there are sessions. */
+  private sweep: NodeJS.Timeout | null = null;
   private lastSweep = Date.now();
 
   constructor(
     private readonly baseEnv: () => NodeJS.ProcessEnv,
     private readonly spawner: Spawner,
     private readonly sweepMs = 1000,
-  ) {
-    this.sweep = setInterval(() => this.killIdle(), sweepMs);
-    this.sweep.unref();
+  ) {}
+
+  private sweeping(): void {
+    if (this.byId.size > 0 && !this.sweep) {
+      this.lastSweep = Date.now();
+      this.sweep = setInterval(() => this.killIdle(), this.sweepMs);
+      this.sweep.unref();
+    } else if (this.byId.size === 0 && this.sweep) {
+      clearInterval(this.sweep);
+      this.sweep = null;
+    }
   }
 
   async create(spec: GuestPtyStart): Promise<PtySession> {
@@ -207,10 +240,16 @@ export class PtyTable {
     const [file, argv] = asOther
       ? [this.spawner.path, ['--as', String(user.uid), String(user.gid), cmd, ...args]]
       : [cmd, args];
-    const child = this.spawner.spawnPty(
-      { cmd: file, args: argv, env, cwd },
-      { cols: spec.cols, rows: spec.rows },
-    );
+    let child: SpawnedChild;
+    try {
+      child = this.spawner.spawnPty(
+        { cmd: file, args: argv, env, cwd },
+        { cols: spec.cols, rows: spec.rows },
+      );
+    } catch (err) {
+      if (err instanceof WarrenError) throw err;
+      throw new WarrenError('INVALID_REQUEST', (err as Error).message); // a NUL byte in an argument
+    }
     const session = new PtySession(child, spec, cmd, args, cwd);
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', () => resolve());
@@ -222,6 +261,7 @@ export class PtyTable {
     session.info.pid = child.pid ?? 0;
     this.byId.set(session.info.pty_id, session);
     this.prune();
+    this.sweeping();
     return session;
   }
 
@@ -238,12 +278,14 @@ export class PtyTable {
   remove(id: string): void {
     this.get(id).kill();
     this.byId.delete(id);
+    this.sweeping();
   }
 
   /** Sessions are the sandbox's processes: a reset forgets them (their processes are killed). */
   clear(): void {
     for (const s of this.byId.values()) s.kill();
     this.byId.clear();
+    this.sweeping();
   }
 
   /**
@@ -263,6 +305,7 @@ export class PtyTable {
         this.byId.delete(id);
       }
     }
+    this.sweeping();
   }
 
   private prune(): void {

@@ -102,6 +102,32 @@ describe('guest terminal sessions', () => {
     });
   });
 
+  test("another user's session; kill reaches the shell's jobs too", T, async () => {
+    const s = await table.create({
+      cols: 80,
+      rows: 24,
+      cmd: '/bin/sh',
+      user: '65534:65534',
+      cwd: dir,
+      idle_timeout: 60,
+    });
+    const a = watch(s);
+    s.write(Buffer.from('echo "uid-$(id -u)"; set -m; sleep 1000 & echo "job-$!"\n'));
+    await until(() => /job-\d+/.test(a.text()), 'the job');
+    assert.match(a.text(), /uid-65534/);
+    const job = Number(/job-(\d+)/.exec(a.text())![1]);
+    table.remove(s.info.pty_id);
+    await a.exit;
+    await until(() => {
+      try {
+        process.kill(job, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 'the job to be killed');
+  });
+
   test('a session nobody watches is killed after its idle timeout', T, async () => {
     const s = await table.create({ cols: 80, rows: 24, cmd: '/bin/sh', cwd: dir, idle_timeout: 1 });
     const a = watch(s);
