@@ -15,6 +15,8 @@ const TMUX = '/usr/bin/tmux';
 export async function runShellInTmux(
   p: TestPlatform,
   sandboxId: string,
+  /** Runs after the first answer: the CLI must carry on (a pause, say). */
+  meanwhile: () => Promise<void>,
 ): Promise<{ screen: string; exitCode: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'warren-tmux-'));
   const socket = `warren-pty-test-${process.pid}`;
@@ -49,6 +51,12 @@ export async function runShellInTmux(
     tmux('send-keys', '-t', 'shell', 'echo hi-$((6*7))', 'Enter');
     const shown = await waitFor(() => (/^hi-42/m.test(screen()) ? screen() : ''), {
       what: () => `hi-42 on the screen: ${screen()}`,
+    });
+    await meanwhile();
+    tmux('send-keys', '-t', 'shell', 'echo back-$((2+2))', 'Enter');
+    await waitFor(() => /^back-4/m.test(screen()), {
+      what: () => `back-4 on the screen: ${screen()}`,
+      timeoutMs: 20_000,
     });
     tmux('send-keys', '-t', 'shell', 'exit 3', 'Enter');
     await waitFor(() => existsSync(codeFile) && readFileSync(codeFile, 'utf8').trim() !== '', {

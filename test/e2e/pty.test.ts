@@ -16,13 +16,17 @@ type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 /** A WebSocket viewer: everything it received, as text, and the JSON frames. */
 class Viewer {
   out = '';
+  /** Terminal bytes received. */
+  bytes = 0;
   readonly frames: Json[] = [];
   closed: Promise<{ code: number; reason: string }>;
 
   private constructor(readonly ws: WebSocket) {
     ws.on('message', (data: Buffer, isBinary: boolean) => {
-      if (isBinary) this.out += data.toString('utf8');
-      else this.frames.push(JSON.parse(data.toString('utf8')));
+      if (isBinary) {
+        this.out += data.toString('utf8');
+        this.bytes += data.length;
+      } else this.frames.push(JSON.parse(data.toString('utf8')));
     });
     this.closed = new Promise((resolve) =>
       ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
@@ -42,6 +46,11 @@ class Viewer {
         res.on('end', () => reject(new Error(`HTTP ${res.statusCode} ${body}`)));
       });
     });
+  }
+
+  /** The output offset reached (the first frame says where the replay started). */
+  get offset(): number {
+    return (this.frames.find((f) => f.type === 'attached')?.offset as number) + this.bytes;
   }
 
   type(text: string): void {
@@ -146,6 +155,15 @@ describe('terminal sessions (real gVisor, real WebSockets)', () => {
     await waitFor(() => !p.context.sandboxes.hasOperations(id), {
       what: 'the viewer to count off',
     });
+    // A viewer that says how far it got is replayed only the rest.
+    const d = await open(shell.pty_id);
+    d.type('echo later-$((3+4))\n');
+    await d.see(/later-7/);
+    await d.close();
+    const e = await open(shell.pty_id, p.adminToken, `?since=${c.offset}`);
+    await e.see(/later-7/);
+    assert.doesNotMatch(e.out, /hi-42/);
+    await e.close();
   });
 
   it('survives pause/resume and hibernate/wake: the connection closes, a reconnect carries on', async () => {
@@ -237,9 +255,10 @@ describe('terminal sessions (real gVisor, real WebSockets)', () => {
     v.ws.send('not json');
     v.ws.send(JSON.stringify({ type: 'resize', cols: -1, rows: 2 }));
     v.ws.send(JSON.stringify({ type: 'dance' }));
-    await waitFor(() => v.frames.length >= 3, { what: 'three error frames' });
+    const errorFrames = () => v.frames.filter((f: Json) => f.type === 'error');
+    await waitFor(() => errorFrames().length >= 3, { what: 'three error frames' });
     assert.deepEqual(
-      v.frames.map((f: Json) => f.code),
+      errorFrames().map((f: Json) => f.code),
       ['INVALID_JSON', 'INVALID_REQUEST', 'INVALID_REQUEST'],
     );
     v.type('echo still-$((5+5))\n');
@@ -262,8 +281,11 @@ describe('terminal sessions (real gVisor, real WebSockets)', () => {
     );
   });
 
-  it('`warren sandbox shell` in tmux: a person types, sees the answer, and gets the exit code', async () => {
-    const { screen, exitCode } = await runShellInTmux(p, id);
+  it('`warren sandbox shell` in tmux: a person types, sees the answer, survives a pause, gets the exit code', async () => {
+    // A pause in the middle ends the CLI's connection; it attaches again, which resumes the sandbox.
+    const { screen, exitCode } = await runShellInTmux(p, id, async () => {
+      assert.equal((await p.api(`/v1/sandboxes/${id}/pause`, { method: 'POST' })).status, 200);
+    });
     assert.match(screen, /hi-42/);
     assert.equal(exitCode, 3);
   });

@@ -6,6 +6,7 @@ import {
   PTY_FRAME_EXIT,
   PTY_FRAME_HEADER,
   PTY_FRAME_OUTPUT,
+  PTY_FRAME_START,
   type GuestPtyStart,
 } from '@warren/protocol/guest';
 import { readJson } from './body';
@@ -25,16 +26,22 @@ function frame(type: number, payload: Buffer): Buffer {
 }
 
 /** Output frames to the host until the exit frame; the request body is the viewer's input. */
-function attach(stream: ServerHttp2Stream, session: PtySession): void {
+function attach(stream: ServerHttp2Stream, session: PtySession, since: number | undefined): void {
   stream.respond({ ':status': 200, 'content-type': 'application/octet-stream' });
-  const detach = session.attach({
-    data: (chunk) => {
-      if (!stream.destroyed) stream.write(frame(PTY_FRAME_OUTPUT, chunk));
+  const detach = session.attach(
+    {
+      start: (offset) =>
+        stream.write(frame(PTY_FRAME_START, Buffer.from(JSON.stringify({ offset })))),
+      data: (chunk) => {
+        if (!stream.destroyed) stream.write(frame(PTY_FRAME_OUTPUT, chunk));
+      },
+      exit: (status) => {
+        if (!stream.destroyed)
+          stream.end(frame(PTY_FRAME_EXIT, Buffer.from(JSON.stringify(status))));
+      },
     },
-    exit: (status) => {
-      if (!stream.destroyed) stream.end(frame(PTY_FRAME_EXIT, Buffer.from(JSON.stringify(status))));
-    },
-  });
+    since,
+  );
   stream.on('data', (chunk: Buffer) => session.write(chunk));
   stream.on('close', detach);
 }
@@ -46,6 +53,7 @@ export async function routePty(
   stream: ServerHttp2Stream,
   method: string,
   path: string,
+  query: URLSearchParams,
 ): Promise<boolean> {
   if (path === GUEST_PATHS.pty) {
     if (method === 'GET') {
@@ -75,7 +83,9 @@ export async function routePty(
       throw new WarrenError('INVALID_REQUEST', 'cols and rows must be integers from 1 to 65535');
     session.resize(body.cols!, body.rows!);
     sendJson(stream, 200, session.info);
-  } else if (sub === '/attach' && method === 'POST') attach(stream, session);
-  else return false;
+  } else if (sub === '/attach' && method === 'POST') {
+    const since = Number(query.get('since') ?? NaN);
+    attach(stream, session, Number.isSafeInteger(since) && since >= 0 ? since : undefined);
+  } else return false;
   return true;
 }

@@ -19,20 +19,25 @@ const MAX_EXITED_KEPT = 32;
 const DRAIN_GRACE_MS = 100;
 
 export interface PtyViewer {
+  /** First: the output offset of the first byte that follows (the replay's start). */
+  start(offset: number): void;
   data(chunk: Buffer): void;
   exit(status: { exit_code: number; signal: string | null }): void;
 }
 
-/** The last `limit` bytes written, as a list of chunks. */
+/** The last `limit` bytes written, as a list of chunks; offsets count every byte ever written. */
 export class Scrollback {
   private chunks: Buffer[] = [];
   private size = 0;
+  /** Bytes ever written: the offset of the next one. */
+  total = 0;
 
   constructor(private readonly limit = PTY_SCROLLBACK_BYTES) {}
 
   push(chunk: Buffer): void {
     this.chunks.push(chunk);
     this.size += chunk.length;
+    this.total += chunk.length;
     while (this.size > this.limit) {
       const first = this.chunks[0]!;
       const over = this.size - this.limit;
@@ -48,6 +53,13 @@ export class Scrollback {
 
   get bytes(): Buffer {
     return Buffer.concat(this.chunks, this.size);
+  }
+
+  /** What is kept from `offset` on (all that is kept when it is older), and where that starts. */
+  from(offset = 0): { offset: number; bytes: Buffer } {
+    const first = this.total - this.size;
+    const start = Math.min(Math.max(offset, first), this.total);
+    return { offset: start, bytes: this.bytes.subarray(start - first) };
   }
 }
 
@@ -113,10 +125,15 @@ export class PtySession {
     this.info.viewers = 0;
   }
 
-  /** Replays the scrollback, then follows; an exited session replays and reports its exit. */
-  attach(viewer: PtyViewer): () => void {
-    const replay = this.scrollback.bytes;
-    if (replay.length) viewer.data(replay);
+  /**
+   * Replays the scrollback (from output offset `since`: what a reconnecting
+   * viewer has not seen yet), then follows; an exited session replays and
+   * reports its exit.
+   */
+  attach(viewer: PtyViewer, since?: number): () => void {
+    const replay = this.scrollback.from(since);
+    viewer.start(replay.offset);
+    if (replay.bytes.length) viewer.data(replay.bytes);
     if (!this.running) {
       viewer.exit({ exit_code: this.info.exit_code ?? 0, signal: this.info.signal });
       return () => undefined;

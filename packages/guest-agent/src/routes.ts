@@ -147,7 +147,7 @@ export async function route(
     }
   }
 
-  if (await routePty(state.pty, state.defaults, stream, method, path)) return;
+  if (await routePty(state.pty, state.defaults, stream, method, path, q)) return;
 
   if (path === GUEST_PATHS.filesReceive && method === 'POST') {
     const req = await readJson<DataTransfer>(stream);

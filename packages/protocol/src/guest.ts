@@ -147,11 +147,13 @@ export interface GuestPtyStart {
 /**
  * POST /pty/<id>/attach is one HTTP/2 stream both ways: the request body is
  * the viewer's input, raw; the response is frames of u8 type | u32 LE length |
- * payload: OUTPUT (terminal bytes, the scrollback first) and EXIT (JSON
- * {exit_code, signal}, the last frame).
+ * payload: START, OUTPUT (terminal bytes, the scrollback first, from
+ * ?since=<offset> when given) and EXIT (JSON {exit_code, signal}, the last frame).
  */
 export const PTY_FRAME_OUTPUT = 1;
 export const PTY_FRAME_EXIT = 2;
+/** The first frame: JSON {offset}, the output offset of the first OUTPUT byte that follows. */
+export const PTY_FRAME_START = 3;
 export const PTY_FRAME_HEADER = 5;
 
 export type { ExecEvent, FileInfo, ProcessInfo };

@@ -166,6 +166,8 @@ export interface HostProcessApi {
 
 /** What an attached viewer hears from a terminal session. */
 export interface PtyAttachHandlers {
+  /** First: the output offset of the first byte onData gets (a reconnect passes it back as `since`). */
+  onStart?(offset: number): void;
   /** Terminal output: the scrollback first, then live bytes. */
   onData(data: Buffer): void;
   /** The process exited; the attachment ends right after. */
@@ -191,7 +193,13 @@ export interface HostPtyApi {
   resize(id: string, ptyId: string, size: { cols: number; rows: number }): Promise<PtyInfo>;
   /** Kills the session's process group and forgets the session. */
   kill(id: string, ptyId: string): Promise<void>;
-  attach(id: string, ptyId: string, handlers: PtyAttachHandlers): Promise<PtyAttachment>;
+  /** With `since`, the replay starts at that output offset (what the viewer has not seen yet). */
+  attach(
+    id: string,
+    ptyId: string,
+    handlers: PtyAttachHandlers,
+    o?: { since?: number },
+  ): Promise<PtyAttachment>;
 }
 
 export interface HostFileApi {

@@ -30,6 +30,12 @@ export interface PtyCreateOptions {
 }
 
 export interface PtyConnectOptions {
+  /**
+   * Replay the scrollback from this output offset: a reconnecting viewer
+   * passes the `offset` its previous connection reached, and gets only what
+   * it has not seen. Default: all the scrollback.
+   */
+  since?: number;
   /** Terminal output: the scrollback first, then live bytes. */
   onData?: (data: Buffer) => void;
   /** The process exited with this code (the connection closes right after). */
@@ -49,6 +55,8 @@ export interface PtyClose {
 export class PtyConnection {
   /** Resolves when the connection closes, however that happens. */
   readonly closed: Promise<PtyClose>;
+  /** The output offset reached: pass it as `since` when connecting again. */
+  offset = 0;
 
   constructor(readonly socket: WebSocket) {
     this.closed = new Promise((resolve) =>
@@ -127,16 +135,25 @@ export class Pty {
 
   /** Attaches a viewer; resolves once the WebSocket is open, rejects with the API's error. */
   connect(ptyId: string, o: PtyConnectOptions = {}): Promise<PtyConnection> {
-    const url = this.#http.url(`${this.#base}/${encodeURIComponent(ptyId)}`).replace(/^http/, 'ws');
+    const query = o.since !== undefined ? { since: o.since } : {};
+    const url = this.#http
+      .url(`${this.#base}/${encodeURIComponent(ptyId)}`, query)
+      .replace(/^http/, 'ws');
     const socket = new WebSocket(url, { headers: this.#http.authHeaders() });
+    const conn = new PtyConnection(socket);
     socket.on('message', (data: Buffer, isBinary: boolean) => {
-      if (isBinary) return o.onData?.(data);
+      if (isBinary) {
+        conn.offset += data.length;
+        return o.onData?.(data);
+      }
       const frame = JSON.parse(data.toString('utf8')) as PtyServerFrame;
-      if (frame.type === 'exit') o.onExit?.({ exitCode: frame.exit_code, signal: frame.signal });
+      if (frame.type === 'attached') conn.offset = frame.offset;
+      else if (frame.type === 'exit')
+        o.onExit?.({ exitCode: frame.exit_code, signal: frame.signal });
       else if (frame.type === 'error') o.onError?.({ code: frame.code, message: frame.message });
     });
     return new Promise((resolve, reject) => {
-      socket.once('open', () => resolve(new PtyConnection(socket)));
+      socket.once('open', () => resolve(conn));
       socket.once('error', (err) =>
         reject(
           new WarrenConnectionError(`terminal WebSocket failed: ${err.message}`, { cause: err }),

@@ -29,7 +29,11 @@ function watch(session: PtySession): Watch {
   let out = '';
   let onExit!: (s: { exit_code: number; signal: string | null }) => void;
   const exit = new Promise<{ exit_code: number; signal: string | null }>((r) => (onExit = r));
-  const detach = session.attach({ data: (b) => (out += b.toString()), exit: (s) => onExit(s) });
+  const detach = session.attach({
+    start: () => undefined,
+    data: (b) => (out += b.toString()),
+    exit: (s) => onExit(s),
+  });
   return { text: () => out, exit, detach };
 }
 
@@ -143,5 +147,8 @@ describe('guest terminal sessions', () => {
     sb.push(Buffer.from('0123456'));
     sb.push(Buffer.from('789abc'));
     assert.equal(sb.bytes.toString(), '3456789abc');
+    assert.deepEqual(sb.from(10), { offset: 10, bytes: Buffer.from('abc') });
+    assert.deepEqual(sb.from(0), { offset: 3, bytes: Buffer.from('3456789abc') });
+    assert.deepEqual(sb.from(99), { offset: 13, bytes: Buffer.alloc(0) });
   });
 });

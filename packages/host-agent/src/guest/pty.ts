@@ -10,6 +10,7 @@ import {
   PTY_FRAME_EXIT,
   PTY_FRAME_HEADER,
   PTY_FRAME_OUTPUT,
+  PTY_FRAME_START,
 } from '@warren/protocol/guest';
 import type { GuestChannel } from './channel';
 import { errorFrom, readText } from './wire';
@@ -26,6 +27,8 @@ function frameReader(handlers: PtyAttachHandlers): (chunk: Buffer) => void {
       const type = pending.readUInt8(off);
       const payload = pending.subarray(off + PTY_FRAME_HEADER, off + PTY_FRAME_HEADER + len);
       if (type === PTY_FRAME_OUTPUT) handlers.onData(Buffer.from(payload));
+      else if (type === PTY_FRAME_START)
+        handlers.onStart?.((JSON.parse(payload.toString()) as { offset: number }).offset);
       else if (type === PTY_FRAME_EXIT)
         handlers.onExit(JSON.parse(payload.toString()) as { exit_code: number; signal: string });
       off += PTY_FRAME_HEADER + len;
@@ -48,12 +51,13 @@ export function guestPty(channelOf: (id: string) => GuestChannel): HostPtyApi {
     async kill(id, ptyId) {
       await channelOf(id).json({ method: 'DELETE', path: path(ptyId) });
     },
-    async attach(id, ptyId, handlers) {
+    async attach(id, ptyId, handlers, o = {}) {
       const channel = channelOf(id);
       const input = new PassThrough();
       const res = await channel.request({
         method: 'POST',
         path: path(ptyId, '/attach'),
+        query: { since: o.since !== undefined ? String(o.since) : undefined },
         body: input,
       });
       if (res.status >= 400) {

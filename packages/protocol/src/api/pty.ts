@@ -108,13 +108,24 @@ export const PtyToken = Type.Object({
 export type PtyToken = Static<typeof PtyToken>;
 
 export const PtyWsQuery = Type.Object(
-  { token: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })) },
+  {
+    token: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    since: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'WebSocket: replay the scrollback from this output offset (a reconnecting viewer passes the offset it has reached)',
+      }),
+    ),
+  },
   Strict,
 );
 
 /** Text frames of the WebSocket (binary frames are terminal bytes, both ways). */
 export type PtyClientFrame = { type: 'resize'; cols: number; rows: number };
 export type PtyServerFrame =
+  /** The first frame: the output offset of the first terminal byte that follows. */
+  | { type: 'attached'; offset: number }
   | { type: 'exit'; exit_code: number; signal: string | null }
   | { type: 'error'; code: string; message: string };
 

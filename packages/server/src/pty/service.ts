@@ -71,8 +71,9 @@ export class PtyService {
     id: string,
     ptyId: string,
     handlers: PtyAttachHandlers,
+    since?: number,
   ): Promise<PtyAttachment> {
-    return this.host.pty.attach(await this.use(orgId, id), ptyId, handlers);
+    return this.host.pty.attach(await this.use(orgId, id), ptyId, handlers, { since });
   }
 
   /** Counts a viewer's long attachment as activity of the sandbox when it ends. */

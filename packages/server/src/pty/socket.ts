@@ -30,6 +30,8 @@ export interface PtySocketTarget {
   orgId: string;
   id: string;
   ptyId: string;
+  /** Replay from this output offset. */
+  since?: number;
 }
 
 export function servePtySocket(socket: WebSocket, service: PtyService, t: PtySocketTarget): void {
@@ -91,19 +93,26 @@ export function servePtySocket(socket: WebSocket, service: PtyService, t: PtySoc
   });
 
   service
-    .attach(t.orgId, t.id, t.ptyId, {
-      onData: (chunk) => {
-        if (socket.readyState !== socket.OPEN) return;
-        if (socket.bufferedAmount > MAX_BUFFERED_BYTES)
-          return close(PTY_CLOSE.reconnect, 'viewer too slow: attach again');
-        socket.send(chunk, { binary: true });
+    .attach(
+      t.orgId,
+      t.id,
+      t.ptyId,
+      {
+        onStart: (offset) => send({ type: 'attached', offset }),
+        onData: (chunk) => {
+          if (socket.readyState !== socket.OPEN) return;
+          if (socket.bufferedAmount > MAX_BUFFERED_BYTES)
+            return close(PTY_CLOSE.reconnect, 'viewer too slow: attach again');
+          socket.send(chunk, { binary: true });
+        },
+        onExit: (status) => {
+          send({ type: 'exit', exit_code: status.exit_code, signal: status.signal });
+          close(PTY_CLOSE.exited, 'exited');
+        },
+        onEnd: () => close(PTY_CLOSE.reconnect, 'the sandbox is pausing: attach again'),
       },
-      onExit: (status) => {
-        send({ type: 'exit', exit_code: status.exit_code, signal: status.signal });
-        close(PTY_CLOSE.exited, 'exited');
-      },
-      onEnd: () => close(PTY_CLOSE.reconnect, 'the sandbox is pausing: attach again'),
-    })
+      t.since,
+    )
     .then(
       (a) => {
         if (over) return a.close();

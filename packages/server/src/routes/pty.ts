@@ -94,7 +94,8 @@ export const ptyRoutes =
       },
       wsHandler: (socket: WebSocket, req: FastifyRequest) => {
         const { id, pty_id } = req.params as { id: string; pty_id: string };
-        servePtySocket(socket, service, { orgId: req.principal!.orgId, id, ptyId: pty_id });
+        const { since } = req.query as { since?: number };
+        servePtySocket(socket, service, { orgId: req.principal!.orgId, id, ptyId: pty_id, since });
       },
     };
     fastify.route(attachRoute);

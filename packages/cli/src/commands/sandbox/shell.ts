@@ -66,7 +66,10 @@ async function runTerminal(
   const raw = stdin.isTTY === true;
   let current: PtyConnection | null = null;
   let exitCode: number | null = null;
-  const onInput = (chunk: Buffer) => current?.write(chunk);
+  let offset: number | undefined; // output seen so far: a reconnect replays only the rest
+  /** Keystrokes typed while reconnecting, sent once connected again. */
+  const pending: Buffer[] = [];
+  const onInput = (chunk: Buffer) => (current ? current.write(chunk) : pending.push(chunk));
   const onResize = () => {
     const { cols, rows } = size();
     current?.resize(cols, rows);
@@ -77,14 +80,17 @@ async function runTerminal(
   try {
     for (let failures = 0; exitCode === null;) {
       const conn = await connect({
+        since: offset,
         onData: (data) => process.stdout.write(data),
         onExit: (e) => (exitCode = e.exitCode),
         onError: (e) => process.stderr.write(`\r\nwarren: ${e.code}: ${e.message}\r\n`),
       });
       current = conn;
       onResize(); // the size may have changed while away
+      for (const chunk of pending.splice(0)) conn.write(chunk);
       const closed = await conn.closed;
       current = null;
+      offset = conn.offset;
       if (exitCode !== null) break;
       if (!closed.reconnect || ++failures > MAX_RECONNECTS) {
         process.stderr.write(
