@@ -7,6 +7,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { WebSocket } from 'ws';
+import { Sandbox } from '@warren/sdk';
 import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
 import { waitFor } from '../wait';
 import { runShellInTmux } from './pty-tmux';
@@ -279,6 +280,31 @@ describe('terminal sessions (real gVisor, real WebSockets)', () => {
       (await p.api(`/v1/sandboxes/${id}/pty/${s.pty_id}`, { method: 'DELETE' })).status,
       404,
     );
+  });
+
+  it('the SDK: create, connect, write, resize, list, token, kill', async () => {
+    const sbx = await Sandbox.connect(id, { apiUrl: p.url, apiKey: p.adminToken });
+    const s = await sbx.pty.create({ cols: 90, rows: 30, cmd: '/bin/sh' });
+    let out = '';
+    let exit: { exitCode: number; signal: string | null } | null = null;
+    const term = await sbx.pty.connect(s.pty_id, {
+      onData: (b) => (out += b.toString()),
+      onExit: (e) => (exit = e),
+    });
+    term.write('echo sdk-$((8*8)); stty size\n');
+    await waitFor(() => /sdk-64/.test(out) && /30 90/.test(out), { what: () => out });
+    term.resize(70, 20);
+    await waitFor(async () => (await sbx.pty.get(s.pty_id)).cols === 70, { what: 'the resize' });
+    assert.equal((await sbx.pty.resize(s.pty_id, { cols: 71, rows: 21 })).rows, 21);
+    assert.ok((await sbx.pty.list()).some((x) => x.pty_id === s.pty_id));
+    assert.match(
+      (await sbx.pty.token(s.pty_id, { ttlSeconds: 5 })).websocket_path,
+      /\?token=wpty_/,
+    );
+    await sbx.pty.kill(s.pty_id);
+    assert.equal((await term.closed).code, 1000);
+    assert.equal(exit!.signal, 'SIGKILL');
+    await assert.rejects(sbx.pty.connect(s.pty_id), { code: 'PTY_NOT_FOUND' });
   });
 
   it('`warren sandbox shell` in tmux: a person types, sees the answer, survives a pause, gets the exit code', async () => {
