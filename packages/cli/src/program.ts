@@ -10,6 +10,7 @@ import { register as sandboxExec } from './commands/sandbox/exec';
 import { register as sandboxKill } from './commands/sandbox/kill';
 import { register as sandboxLs } from './commands/sandbox/ls';
 import { register as sandboxNetwork } from './commands/sandbox/network';
+import { register as sandboxShell } from './commands/sandbox/shell';
 import { register as templateBuild } from './commands/template/build';
 import { register as templateGet } from './commands/template/get';
 import { register as templateLs } from './commands/template/ls';
@@ -52,6 +53,7 @@ export function createProgram(io: Io): Command {
   sandboxKill(sandbox, io);
   sandboxCp(sandbox);
   sandboxNetwork(sandbox, io);
+  sandboxShell(sandbox, io);
 
   const template = program.command('template').description('build and manage templates');
   templateLs(template, io);

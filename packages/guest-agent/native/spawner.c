@@ -16,6 +16,12 @@
  *                still holds them and the parent stopped waiting)
  *   HOSTNAME     set the sandbox's host name (id ignored; a restored copy of a
  *                snapshot takes its own name without starting a process)
+ *   SPAWN_PTY    NUL-terminated cols, rows, then a SPAWN payload: the child runs
+ *                on a new pseudo-terminal (its stdin, stdout and stderr), as
+ *                the leader of a new session whose controlling terminal it is;
+ *                its output comes as STDOUT (no STDERR), STDIN goes to it
+ *   RESIZE       NUL-terminated cols, rows: TIOCSWINSZ on a PTY child's terminal
+ *                (the kernel sends SIGWINCH to its foreground process group)
  * Events:
  *   STARTED (decimal pid), SPAWN_FAILED (decimal errno), STDOUT, STDERR,
  *   STDOUT_EOF, STDERR_EOF, EXITED ("<code>" or "signal:<n>").
@@ -51,6 +57,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <pty.h>
+#include <termios.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -58,7 +67,7 @@
 #include <unistd.h>
 
 enum { REQ_SPAWN = 1, REQ_STDIN = 2, REQ_STDIN_CLOSE = 3, REQ_SIGNAL = 4, REQ_RELEASE = 5 };
-enum { REQ_HOSTNAME = 6 };
+enum { REQ_HOSTNAME = 6, REQ_SPAWN_PTY = 7, REQ_RESIZE = 8 };
 enum { EV_STARTED = 0x11, EV_SPAWN_FAILED, EV_STDOUT, EV_STDERR };
 enum { EV_STDOUT_EOF = 0x15, EV_STDERR_EOF, EV_EXITED };
 
@@ -77,6 +86,7 @@ struct child {
   size_t in_off, in_len, in_cap;
   int in_close;               /* close stdin once in_buf is written */
   int exited;
+  int pty;                    /* on a pseudo-terminal: in_fd and out_fd are its master */
 };
 
 static struct child **kids;
@@ -217,6 +227,12 @@ static int parse_count(const char *s) {
   return s && *s && !*e && v >= 0 && v < 1000000 ? (int)v : -1;
 }
 
+static void add_child(struct child *c) {
+  if (nkids == capkids) kids = xrealloc(kids, (capkids = capkids * 2 + 16) * sizeof *kids);
+  kids[nkids++] = c;
+  send_text(EV_STARTED, c->id, "%d", c->pid);
+}
+
 static int spawn_child(uint32_t id, const char **argv, const char **envp, const char *cwd) {
   const char *path = DEFAULT_PATH;
   for (const char **e = envp; *e; e++)
@@ -269,14 +285,102 @@ static int spawn_child(uint32_t id, const char **argv, const char **envp, const 
   for (int i = 0; i < 3; i++) fcntl(ours[i], F_SETFL, O_NONBLOCK);
   struct child *c = xrealloc(NULL, sizeof *c);
   *c = (struct child){.id = id, .pid = pid, .in_fd = in[1], .out_fd = out[0], .err_fd = err[0]};
-  if (nkids == capkids) kids = xrealloc(kids, (capkids = capkids * 2 + 16) * sizeof *kids);
-  kids[nkids++] = c;
-  send_text(EV_STARTED, id, "%d", pid);
+  c->pty = 0;
+  add_child(c);
   return 0;
 }
 
-static void handle_spawn(uint32_t id, const char *p, size_t len) {
-  const char *end = p + len, *cwd = next_str(&p, end), *cmd = next_str(&p, end);
+/* A child on a new pseudo-terminal. posix_spawn cannot make a controlling
+ * terminal, so this forks (cheap from this small process): the child starts a
+ * session, takes the terminal's replica as its controlling terminal and its
+ * stdio, and execs; an exec failure comes back as errno over a CLOEXEC pipe. */
+static int spawn_pty_child(uint32_t id, const char **argv, const char **envp, const char *cwd,
+                           struct winsize *ws) {
+  const char *path = DEFAULT_PATH;
+  for (const char **e = envp; *e; e++)
+    if (!strncmp(*e, "PATH=", 5)) path = *e + 5;
+  char file[PATH_MAX];
+  int rc = resolve(argv[1], path, cwd, file, sizeof file);
+  if (rc) return rc;
+  int master = -1, replica = -1, report[2] = {-1, -1};
+  if (openpty(&master, &replica, NULL, NULL, ws) < 0) return errno;
+  fcntl(master, F_SETFD, FD_CLOEXEC);
+  fcntl(replica, F_SETFD, FD_CLOEXEC);
+  if (pipe2(report, O_CLOEXEC)) {
+    rc = errno;
+    close(master), close(replica);
+    return rc;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    rc = errno;
+    close(master), close(replica), close(report[0]), close(report[1]);
+    return rc;
+  }
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int err = 0;
+    if (setsid() < 0 || ioctl(replica, TIOCSCTTY, 0) < 0) err = errno;
+    if (!err && (dup2(replica, 0) < 0 || dup2(replica, 1) < 0 || dup2(replica, 2) < 0)) err = errno;
+    if (!err && chdir(cwd) < 0) err = errno;
+    if (!err) {
+      execve(file, (char *const *)argv + 1, (char *const *)envp);
+      err = errno;
+      if (err == ENOEXEC) { /* no #! line: run it with the shell, as execvp does */
+        argv[0] = "/bin/sh";
+        argv[1] = file;
+        execve("/bin/sh", (char *const *)argv, (char *const *)envp);
+        err = errno;
+      }
+    }
+    ssize_t w = write(report[1], &err, sizeof err);
+    (void)w;
+    _exit(127);
+  }
+  close(replica), close(report[1]);
+  int err = 0;
+  ssize_t n;
+  while ((n = read(report[0], &err, sizeof err)) < 0 && errno == EINTR) {}
+  close(report[0]);
+  if (n == (ssize_t)sizeof err) { /* exec failed: the child is reaped as a stranger */
+    close(master);
+    return err ? err : EINVAL;
+  }
+  /* Input and output get their own fd (one file description, hence one
+   * O_NONBLOCK), so that closing stdin leaves the output open. */
+  int in_fd = fcntl(master, F_DUPFD_CLOEXEC, 3);
+  if (in_fd < 0) {
+    rc = errno;
+    kill(-pid, SIGKILL);
+    close(master);
+    return rc;
+  }
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  struct child *c = xrealloc(NULL, sizeof *c);
+  *c = (struct child){.id = id, .pid = pid, .in_fd = in_fd, .out_fd = master, .err_fd = -1};
+  c->pty = 1;
+  add_child(c);
+  return 0;
+}
+
+static int parse_size(const char **p, const char *end, struct winsize *ws) {
+  int cols = parse_count(next_str(p, end)), rows = parse_count(next_str(p, end));
+  if (cols <= 0 || rows <= 0 || cols > 65535 || rows > 65535) return -1;
+  *ws = (struct winsize){.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+  return 0;
+}
+
+static void handle_spawn(uint32_t id, const char *p, size_t len, int pty) {
+  const char *end = p + len;
+  struct winsize ws;
+  if (pty && parse_size(&p, end, &ws)) {
+    send_text(EV_SPAWN_FAILED, id, "%d", EINVAL);
+    return;
+  }
+  const char *cwd = next_str(&p, end), *cmd = next_str(&p, end);
   int argc = parse_count(next_str(&p, end)), envc = -1, rc = EINVAL, i = 0;
   const char **argv = NULL, **envp = NULL;
   if (cwd && cmd && argc >= 0) {
@@ -291,7 +395,8 @@ static void handle_spawn(uint32_t id, const char *p, size_t len) {
     envp = xrealloc(NULL, sizeof *envp * (size_t)(envc + 1));
     for (i = 0; i < envc && (envp[i] = next_str(&p, end)); i++) {}
     envp[envc] = NULL;
-    if (i == envc) rc = spawn_child(id, argv, envp, cwd);
+    if (i == envc)
+      rc = pty ? spawn_pty_child(id, argv, envp, cwd, &ws) : spawn_child(id, argv, envp, cwd);
   }
   if (rc) send_text(EV_SPAWN_FAILED, id, "%d", rc);
   free(argv);
@@ -300,8 +405,8 @@ static void handle_spawn(uint32_t id, const char *p, size_t len) {
 
 static void handle_request(uint8_t type, uint32_t id, const char *p, size_t len) {
   struct child *c = NULL;
-  if (type == REQ_SPAWN) {
-    handle_spawn(id, p, len);
+  if (type == REQ_SPAWN || type == REQ_SPAWN_PTY) {
+    handle_spawn(id, p, len, type == REQ_SPAWN_PTY);
     return;
   }
   if (type == REQ_HOSTNAME) {
@@ -327,6 +432,11 @@ static void handle_request(uint8_t type, uint32_t id, const char *p, size_t len)
     memcpy(num, p, len < sizeof num - 1 ? len : sizeof num - 1);
     int sig = atoi(num);
     if (kill(-c->pid, sig) < 0 && !c->exited) kill(c->pid, sig);
+  } else if (type == REQ_RESIZE) {
+    struct winsize ws;
+    const char *end = p + len;
+    int fd = c->out_fd >= 0 ? c->out_fd : c->in_fd;
+    if (c->pty && fd >= 0 && !parse_size(&p, end, &ws)) ioctl(fd, TIOCSWINSZ, &ws);
   } else if (type == REQ_RELEASE) {
     close_fd(&c->out_fd);
     close_fd(&c->err_fd);

@@ -20,6 +20,7 @@ import {
 import { closePortConnections } from './ports';
 import { dropEgress, egressEnv } from './egress';
 import { ProcessTable } from './processes';
+import { PtyTable } from './pty';
 import { handle, type GuestState } from './routes';
 
 const SOCKET = process.env.WARREN_CHANNEL ?? join(GUEST_CHANNEL_DIR, GUEST_CHANNEL_SOCKET);
@@ -36,17 +37,21 @@ let socket: Socket | null = null;
 let session: Http2Session | null = null;
 let attempts = 0;
 
+const processEnv = (): NodeJS.ProcessEnv => ({
+  ...baseEnv,
+  ...state.defaults?.env,
+  ...egressEnv(),
+  ...state.env,
+});
+const processes = new ProcessTable(processEnv);
+
 const state: GuestState = {
   sandboxId: null,
   env: {},
   connections: 0,
   startedAt: Date.now(),
-  processes: new ProcessTable(() => ({
-    ...baseEnv,
-    ...state.defaults?.env,
-    ...egressEnv(),
-    ...state.env,
-  })),
+  processes,
+  pty: new PtyTable(processEnv, processes.helper),
   prepareCheckpoint: () => {
     attempts = 0;
     closePortConnections();

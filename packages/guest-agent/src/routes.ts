@@ -19,6 +19,8 @@ import * as files from './files';
 import { assumeIdentity } from './identity';
 import { connectPort } from './ports';
 import type { ProcessTable } from './processes';
+import type { PtyTable } from './pty';
+import { routePty } from './pty-routes';
 import { sendError, sendJson, toWarrenError } from './respond';
 import { linkVolumes } from './volumes';
 
@@ -30,6 +32,7 @@ export interface GuestState {
   connections: number;
   readonly startedAt: number;
   readonly processes: ProcessTable;
+  readonly pty: PtyTable;
   prepareCheckpoint(): void;
 }
 
@@ -83,6 +86,7 @@ export async function route(
     return sendJson(stream, 200, { ok: true });
   }
   if (path === GUEST_PATHS.reset && method === 'POST') {
+    state.pty.clear();
     const killed = await state.processes.reset();
     await files.emptyDir('/dev/shm');
     return sendJson(stream, 200, { killed });
@@ -142,6 +146,8 @@ export async function route(
       return sendJson(stream, 200, { ok: true });
     }
   }
+
+  if (await routePty(state.pty, state.defaults, stream, method, path, q)) return;
 
   if (path === GUEST_PATHS.filesReceive && method === 'POST') {
     const req = await readJson<DataTransfer>(stream);

@@ -24,6 +24,7 @@
 import { spawn as spawnProcess, type ChildProcess } from 'node:child_process';
 import { accessSync, constants as fsConstants } from 'node:fs';
 import { constants } from 'node:os';
+import { WarrenError } from '@warren/protocol/errors';
 import { GUEST_AGENT_DIR } from '@warren/protocol/guest';
 import { type Backend, SpawnedChild, type SpawnOptions } from './spawner/child';
 import { spawnDirect } from './spawner/direct';
@@ -38,14 +39,19 @@ import {
   EV_STDOUT_EOF,
   HEADER,
   REQ_HOSTNAME,
+  ptySpawnPayload,
   REQ_RELEASE,
+  REQ_RESIZE,
   REQ_SIGNAL,
   REQ_SPAWN,
+  REQ_SPAWN_PTY,
   REQ_STDIN,
   REQ_STDIN_CLOSE,
   SIGNAL_NAMES,
   spawnPayload,
+  sizePayload,
   STDIN_FRAME,
+  type TerminalSize,
 } from './spawner/wire';
 
 export { SpawnedChild, type SpawnOptions };
@@ -102,6 +108,29 @@ export class Spawner {
     this.updateRef();
     child.attach(this.helperBackend(id), false);
     this.send(REQ_SPAWN, id, payload);
+    return child;
+  }
+
+  /**
+   * Starts a process on a new pseudo-terminal (stdin, stdout and stderr), the
+   * leader of its own session. Its output all comes on stdout. Only the helper
+   * can do this: without it, PTY_UNAVAILABLE.
+   */
+  spawnPty(options: SpawnOptions, size: TerminalSize): SpawnedChild {
+    if (this.mode === 'idle') this.startHelper();
+    if (this.mode !== 'helper' || !this.helper) {
+      throw new WarrenError('PTY_UNAVAILABLE', 'terminals need the native spawner helper');
+    }
+    const payload = ptySpawnPayload(options, size);
+    const child = new SpawnedChild(options);
+    const id = this.nextId;
+    this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
+    // One output stream: stderr is over before it starts.
+    this.entries.set(id, { child, started: false, exited: false, eofs: 1 });
+    child.output('stderr', null);
+    this.updateRef();
+    child.attach(this.helperBackend(id), false);
+    this.send(REQ_SPAWN_PTY, id, payload);
     return child;
   }
 
@@ -167,6 +196,7 @@ export class Spawner {
       },
       closeStdin: () => this.send(REQ_STDIN_CLOSE, id),
       kill: (signal) => this.send(REQ_SIGNAL, id, Buffer.from(String(signal))),
+      resize: (cols, rows) => this.send(REQ_RESIZE, id, sizePayload({ cols, rows })),
       release: () => {
         this.send(REQ_RELEASE, id);
         this.forget(id);

@@ -85,3 +85,9 @@ export async function resolveUser(spec: string, etc = '/etc'): Promise<ResolvedU
   }
   return { uid, gid, name: entry?.name ?? String(uid), home: entry?.home ?? '/' };
 }
+
+/** The login shell of the passwd entry of `uid`, if it names one. */
+export async function loginShell(uid: number, etc = '/etc'): Promise<string | undefined> {
+  const entry = (await readTable(`${etc}/passwd`)).find((f) => Number(f[2]) === uid);
+  return entry?.[6] || undefined;
+}

@@ -10,6 +10,7 @@ import { defaultRunsc, type HostAgentConfig } from './config';
 import type { HostContext } from './context';
 import { guestFiles } from './guest/files';
 import { guestProcesses } from './guest/processes';
+import { guestPty } from './guest/pty';
 import { AddressGuard, parseCidrList } from './network/addresses';
 import { EgressCa } from './network/ca';
 import { EgressProxy } from './network/egress-proxy';
@@ -149,6 +150,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       reconcile: (expected, hibernated) => reconcile(ctx, expected, hibernated),
     },
     processes: guestProcesses(channelOf),
+    pty: guestPty(channelOf),
     files,
     templates: hostTemplateApi(ctx, {
       catalog: ctx.catalog,

@@ -18,5 +18,6 @@ export * from './api/audit';
 export * from './api/usage';
 export * from './api/quotas';
 export * from './api/webhooks';
+export * from './api/pty';
 
 export type { Static, TSchema } from '@sinclair/typebox';

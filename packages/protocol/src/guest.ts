@@ -58,6 +58,8 @@ export const GUEST_PATHS = {
   portConnect: '/ports/connect',
   /** Links each attached volume at its mount path (symlinks into GUEST_VOLUMES_DIR). */
   volumes: '/volumes',
+  /** Terminal sessions: /pty, /pty/<id>, /pty/<id>/resize, /pty/<id>/attach. */
+  pty: '/pty',
 } as const;
 
 /** Sent by the host after every (re)connection: who the sandbox is now. */
@@ -128,5 +130,30 @@ export interface GuestProcessStart {
   /** Run as this user: "root", a name, "uid", "uid:gid" or "name:group" (default root). */
   user?: string;
 }
+
+/** A terminal session to start (see PtyCreateRequest; the host fills in the defaults). */
+export interface GuestPtyStart {
+  cols: number;
+  rows: number;
+  cmd?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  user?: string;
+  /** Seconds without a viewer before the session is killed. */
+  idle_timeout: number;
+}
+
+/**
+ * POST /pty/<id>/attach is one HTTP/2 stream both ways: the request body is
+ * the viewer's input, raw; the response is frames of u8 type | u32 LE length |
+ * payload: START, OUTPUT (terminal bytes, the scrollback first, from
+ * ?since=<offset> when given) and EXIT (JSON {exit_code, signal}, the last frame).
+ */
+export const PTY_FRAME_OUTPUT = 1;
+export const PTY_FRAME_EXIT = 2;
+/** The first frame: JSON {offset}, the output offset of the first OUTPUT byte that follows. */
+export const PTY_FRAME_START = 3;
+export const PTY_FRAME_HEADER = 5;
 
 export type { ExecEvent, FileInfo, ProcessInfo };

@@ -15,6 +15,7 @@ import type {
   FileList,
   MkdirRequest,
   ProcessInfo,
+  PtyInfo,
   RenameRequest,
   SignalRequest,
   StdinRequest,
@@ -23,7 +24,7 @@ import type {
   TemplateImageQuery,
   WriteResult,
 } from './api';
-import type { GuestProcessStart } from './guest';
+import type { GuestProcessStart, GuestPtyStart } from './guest';
 import type { EgressSecret, NetworkPolicy } from './network';
 
 /** A sandbox's egress policy and the secrets its requests get on the way out. */
@@ -187,6 +188,44 @@ export interface HostProcessApi {
   signal(id: string, pid: number, req: SignalRequest): Promise<void>;
 }
 
+/** What an attached viewer hears from a terminal session. */
+export interface PtyAttachHandlers {
+  /** First: the output offset of the first byte onData gets (a reconnect passes it back as `since`). */
+  onStart?(offset: number): void;
+  /** Terminal output: the scrollback first, then live bytes. */
+  onData(data: Buffer): void;
+  /** The process exited; the attachment ends right after. */
+  onExit(status: { exit_code: number; signal: string | null }): void;
+  /**
+   * The attachment is over: after the exit, or because the sandbox's agent
+   * went away (a pause, hibernate or capture: the session lives on, attach again).
+   */
+  onEnd(): void;
+}
+
+export interface PtyAttachment {
+  write(data: Buffer): void;
+  /** Detaches (the session goes on). */
+  close(): void;
+}
+
+export interface HostPtyApi {
+  create(id: string, start: GuestPtyStart): Promise<PtyInfo>;
+  list(id: string): Promise<PtyInfo[]>;
+  /** PTY_NOT_FOUND when there is no such session. */
+  get(id: string, ptyId: string): Promise<PtyInfo>;
+  resize(id: string, ptyId: string, size: { cols: number; rows: number }): Promise<PtyInfo>;
+  /** Kills the session's process group and forgets the session. */
+  kill(id: string, ptyId: string): Promise<void>;
+  /** With `since`, the replay starts at that output offset (what the viewer has not seen yet). */
+  attach(
+    id: string,
+    ptyId: string,
+    handlers: PtyAttachHandlers,
+    o?: { since?: number },
+  ): Promise<PtyAttachment>;
+}
+
 export interface HostFileApi {
   read(id: string, path: string): Promise<{ size: number; stream: Readable }>;
   write(id: string, path: string, body: Readable, mode?: string): Promise<WriteResult>;
@@ -298,6 +337,7 @@ export interface HostApi {
   capacity(): Promise<HostCapacity>;
   readonly sandboxes: HostSandboxApi;
   readonly processes: HostProcessApi;
+  readonly pty: HostPtyApi;
   readonly files: HostFileApi;
   readonly templates: HostTemplateApi;
   readonly volumes: HostVolumeApi;

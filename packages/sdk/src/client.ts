@@ -33,6 +33,11 @@ export class HttpClient {
     this.#apiKey = config.apiKey;
   }
 
+  /** The Authorization header, for connections that are not fetch (WebSockets). */
+  authHeaders(): Record<string, string> {
+    return this.#apiKey ? { authorization: `Bearer ${this.#apiKey}` } : {};
+  }
+
   /** Sends a request and returns the response if it is 2xx; throws a coded error otherwise. */
   async request(method: string, path: string, opts: RequestOptions = {}): Promise<Response> {
     const url = this.url(path, opts.query);

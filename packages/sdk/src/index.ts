@@ -16,6 +16,8 @@ export type { CommandResult, OutputHandlers } from './result';
 export { Processes } from './processes';
 export type { Signal } from './processes';
 export { Files } from './files';
+export { Pty, PtyConnection } from './pty';
+export type { PtyClose, PtyConnectOptions, PtyCreateOptions } from './pty';
 export { Network } from './network';
 export type { EgressLogOptions } from './network';
 export type { WriteData, WriteOptions } from './files';
@@ -58,6 +60,8 @@ export type {
   ExecResult,
   ExecEvent,
   ProcessInfo,
+  PtyInfo,
+  PtyToken,
   FileInfo,
   WriteResult,
   Template,

@@ -20,6 +20,7 @@ import { Files } from './files';
 import { Network } from './network';
 import { Processes } from './processes';
 import { sandboxMetrics, type MetricsOptions } from './usage';
+import { Pty } from './pty';
 
 export interface SandboxCreateOptions extends ConnectionOptions {
   /** Template name; the server defaults to 'base'. */
@@ -80,6 +81,8 @@ export class Sandbox {
   readonly files: Files;
   readonly processes: Processes;
   readonly network: Network;
+  /** Terminal sessions (a process on a pseudo-terminal, viewed over WebSockets). */
+  readonly pty: Pty;
   readonly #http: HttpClient;
   #previewToken: string | undefined;
 
@@ -92,6 +95,7 @@ export class Sandbox {
     this.commands = new Commands(http, info.id, this.processes);
     this.files = new Files(http, info.id);
     this.network = new Network(http, info.id);
+    this.pty = new Pty(http, info.id);
   }
 
   /** Creates a sandbox: `create()`, `create({ template: 'base', ... })` or `create('base', opts)`. */

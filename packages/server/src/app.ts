@@ -4,9 +4,11 @@
  * generate the OpenAPI document through @fastify/swagger), its streaming
  * replies, structured logging with request ids (pino), and its speed.
  */
+import { EventEmitter } from 'node:events';
 import { Readable } from 'node:stream';
 import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
+import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { WarrenError, newId } from '@warren/protocol';
 import type { Principal } from './auth';
@@ -27,6 +29,7 @@ import { volumeRoutes } from './routes/volumes';
 import { databaseRoutes } from './routes/databases';
 import { keyRoutes } from './routes/keys';
 import { quotaRoutes } from './routes/quotas';
+import { ptyRoutes, WEBSOCKET_OPTIONS } from './routes/pty';
 import { accessHooks, declareRouteScopes } from './keys/hooks';
 import { metricsHooks } from './metrics/hooks';
 import { metricsRoutes } from './routes/metrics';
@@ -70,9 +73,10 @@ export async function buildApp(
   tls?: { cert: string; key: string },
 ): Promise<App> {
   const preview = new PreviewProxy(ctx);
+  const apiUpgrades = new EventEmitter();
   const app = Fastify({
     logger,
-    serverFactory: previewServerFactory(preview, tls),
+    serverFactory: previewServerFactory(preview, tls, apiUpgrades),
     bodyLimit: 32 * 1024 * 1024,
     genReqId: () => newId('request'),
     requestIdHeader: false,
@@ -100,6 +104,12 @@ export async function buildApp(
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
+  });
+
+  // WebSockets (terminals) through @fastify/websocket, the Fastify plugin over
+  // `ws`: upgrades go through the same routing, hooks and auth as requests.
+  await app.register(websocket, {
+    options: { ...WEBSOCKET_OPTIONS, server: apiUpgrades as never },
   });
 
   app.decorateRequest('principal', null);
@@ -187,6 +197,7 @@ export async function buildApp(
   await app.register(metricsRoutes(ctx));
   await app.register(quotaRoutes(ctx));
   await app.register(webhookRoutes(ctx));
+  await app.register(ptyRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

@@ -22,6 +22,8 @@ export interface Config extends AuthConfig {
   defaultTtlSeconds: number;
   /** Persistent sandboxes hibernate after this long idle unless they say otherwise. */
   defaultIdleTimeoutSeconds: number;
+  /** Terminal sessions without a viewer are killed after this long (WARREN_PTY_IDLE_TIMEOUT_SECONDS). */
+  ptyIdleTimeoutSeconds: number;
   /** A sandbox using more CPU than this (percent of one CPU, between sweeps) is not idle. */
   idleCpuPercent: number;
   sweepIntervalMs: number;
@@ -149,6 +151,7 @@ export function loadConfig(
     defaultTtlSeconds: int(env.WARREN_DEFAULT_TTL_SECONDS, 3600),
     defaultIdleTimeoutSeconds: int(env.WARREN_DEFAULT_IDLE_TIMEOUT_SECONDS, 300),
     idleCpuPercent: int(env.WARREN_IDLE_CPU_PERCENT, 15),
+    ptyIdleTimeoutSeconds: int(env.WARREN_PTY_IDLE_TIMEOUT_SECONDS, 3600),
     sweepIntervalMs: int(env.WARREN_SWEEP_INTERVAL_MS, 5000),
     stoppedRetentionSeconds: int(env.WARREN_STOPPED_RETENTION_SECONDS, 7 * 24 * 3600),
     readyTimeoutMs: int(env.WARREN_READY_TIMEOUT_MS, 15000),

@@ -20,6 +20,8 @@ export interface Backend {
   closeStdin(): void;
   kill(signal: number): void;
   release(): void;
+  /** A PTY child's terminal size (absent for pipes). */
+  resize?(cols: number, rows: number): void;
 }
 
 interface SpawnedChildEvents {
@@ -89,6 +91,11 @@ export class SpawnedChild extends EventEmitter<SpawnedChildEvents> {
       });
     }
     this.backend?.kill(n);
+  }
+
+  /** A PTY child's new terminal size; its foreground process group gets SIGWINCH. */
+  resize(cols: number, rows: number): void {
+    this.backend?.resize?.(cols, rows);
   }
 
   /** Stops waiting for output (a grandchild may hold the pipes): the streams are destroyed. */

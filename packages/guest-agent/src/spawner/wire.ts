@@ -12,6 +12,8 @@ export const REQ_STDIN_CLOSE = 3;
 export const REQ_SIGNAL = 4;
 export const REQ_RELEASE = 5;
 export const REQ_HOSTNAME = 6;
+export const REQ_SPAWN_PTY = 7;
+export const REQ_RESIZE = 8;
 export const EV_STARTED = 0x11;
 export const EV_SPAWN_FAILED = 0x12;
 export const EV_STDOUT = 0x13;
@@ -57,6 +59,21 @@ export function spawnPayload({ cmd, args, env, cwd }: SpawnOptions): Buffer {
     if (p.includes('\0')) throw invalidArg('args', p, 'must be a string without null bytes');
   }
   return Buffer.from(parts.join('\0') + '\0', 'utf8');
+}
+
+/** The SPAWN_PTY payload: NUL-terminated cols and rows, then a SPAWN payload. */
+export function ptySpawnPayload(options: SpawnOptions, size: TerminalSize): Buffer {
+  return Buffer.concat([sizePayload(size), spawnPayload(options)]);
+}
+
+export interface TerminalSize {
+  cols: number;
+  rows: number;
+}
+
+/** The RESIZE payload (and the head of SPAWN_PTY's). */
+export function sizePayload({ cols, rows }: TerminalSize): Buffer {
+  return Buffer.from(`${cols}\0${rows}\0`, 'utf8');
 }
 
 export function errnoError(errno: number, { cmd, args }: SpawnOptions): NodeJS.ErrnoException {

@@ -51,6 +51,21 @@ export class GuestChannel {
     return this.session !== null && !this.session.closed && !this.session.destroyed;
   }
 
+  /** Open terminal attachments: ended before a pause or a checkpoint (the viewers attach again). */
+  private readonly attachments = new Set<() => void>();
+
+  /** Registers a long-lived attachment's end; returns the function that unregisters it. */
+  holdAttachment(end: () => void): () => void {
+    this.attachments.add(end);
+    return () => this.attachments.delete(end);
+  }
+
+  /** Ends every terminal attachment: the sessions stay in the guest. */
+  dropAttachments(): void {
+    for (const end of [...this.attachments]) end();
+    this.attachments.clear();
+  }
+
   /** Data connections that carry this token are the sandbox's egress (see network/). */
   acceptEgress(token: string, handle: (socket: Socket) => void): void {
     this.data.acceptEgress(token, handle);
@@ -202,6 +217,7 @@ export class GuestChannel {
     const session = this.session;
     this.ready = false;
     this.data.dropPorts();
+    this.dropAttachments();
     if (this.inflight > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, drainMs);
@@ -243,6 +259,7 @@ export class GuestChannel {
   async close(): Promise<void> {
     await this.closeListener();
     this.data.dropPorts();
+    this.dropAttachments();
     this.session?.destroy();
     this.session = null;
     this.ready = false;

@@ -17,6 +17,8 @@ import { Undo } from './undo';
 export async function pauseSandbox(ctx: HostContext, id: string): Promise<void> {
   const sbx = ctx.registry.live(id);
   if (sbx.paused) return;
+  // A frozen sandbox cannot echo: terminal viewers are told to attach again (which resumes it).
+  sbx.channel.dropAttachments();
   await ctx.driver.pause(id);
   sbx.paused = true;
 }

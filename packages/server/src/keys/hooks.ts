@@ -4,14 +4,21 @@
  * restricted key's requests on one sandbox or snapshot checked against its
  * restriction before the handler runs.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Principal } from '../auth';
 import type { AppContext } from '../context';
 import { checkSandboxAccess, checkSnapshotAccess } from './access';
 import { isRestricted } from './restriction';
 import { routeAccess, type RouteAccess } from './route-scopes';
 import { requireScopes } from './scopes';
 
-type Config = { access?: RouteAccess } | undefined;
+type Config =
+  | {
+      access?: RouteAccess;
+      /** Another way in for this route (a terminal's ?token=); null when the request has none. */
+      queryToken?: (request: FastifyRequest) => Promise<Principal | null>;
+    }
+  | undefined;
 
 /** Register before the routes: it tags each route with its access and refuses undeclared ones. */
 export function declareRouteScopes(app: FastifyInstance): void {
@@ -33,10 +40,16 @@ export function accessHooks(app: FastifyInstance, ctx: AppContext): void {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     const path = request.url.split('?')[0] ?? '';
-    const access = (request.routeOptions.config as Config)?.access;
+    const config = request.routeOptions.config as Config;
+    const access = config?.access;
     if (!path.startsWith('/v1/') || access === 'public') return;
+    const byToken =
+      config?.queryToken && !request.headers.authorization
+        ? await config.queryToken(request)
+        : null;
     // Unknown routes too: without a key, a caller learns nothing of the API.
-    request.principal = await ctx.keys.authenticateFrom(request.ip, request.headers.authorization);
+    request.principal =
+      byToken ?? (await ctx.keys.authenticateFrom(request.ip, request.headers.authorization));
     if (Array.isArray(access)) requireScopes(request.principal.scopes, access);
     // A request on a sandbox (an exec stream, a file transfer) keeps it from being idle while open.
     const onSandbox = /^\/v1\/sandboxes\/([^/]+)\/./.exec(path);

@@ -42,6 +42,12 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   'GET /v1/sandboxes/:id/processes/:pid/output': ['exec'],
   'POST /v1/sandboxes/:id/processes/:pid/stdin': ['exec'],
   'POST /v1/sandboxes/:id/processes/:pid/signal': ['exec'],
+  'POST /v1/sandboxes/:id/pty': ['exec'],
+  'GET /v1/sandboxes/:id/pty': ['exec'],
+  'GET /v1/sandboxes/:id/pty/:pty_id': ['exec'],
+  'DELETE /v1/sandboxes/:id/pty/:pty_id': ['exec'],
+  'POST /v1/sandboxes/:id/pty/:pty_id/resize': ['exec'],
+  'POST /v1/sandboxes/:id/pty/:pty_id/token': ['exec'],
 
   'GET /v1/sandboxes/:id/files': ['files'],
   'PUT /v1/sandboxes/:id/files': ['files'],

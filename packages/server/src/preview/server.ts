@@ -2,7 +2,10 @@
  * The HTTP server of the control plane, as a Fastify server factory: requests
  * and upgrades whose Host names a preview URL go to the preview proxy before
  * Fastify sees them (they carry no API token); everything else is the API.
+ * The API's own upgrades (terminal WebSockets) are emitted on `apiUpgrades`,
+ * which @fastify/websocket listens on instead of the server.
  */
+import type { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { PreviewProxy } from './proxy';
@@ -15,7 +18,11 @@ interface ServerOptions {
 }
 
 /** With `tls`, the server is HTTPS (HTTP/1.1): API and previews alike; plain HTTP is not served. */
-export function previewServerFactory(preview: PreviewProxy, tls?: { cert: string; key: string }) {
+export function previewServerFactory(
+  preview: PreviewProxy,
+  tls?: { cert: string; key: string },
+  apiUpgrades?: EventEmitter,
+) {
   return (
     handler: (req: IncomingMessage, res: ServerResponse) => void,
     opts: ServerOptions = {},
@@ -29,6 +36,8 @@ export function previewServerFactory(preview: PreviewProxy, tls?: { cert: string
     server.on('upgrade', (req: IncomingMessage, socket, head: Buffer) => {
       const target = preview.match(req.headers.host);
       if (target) return preview.handleUpgrade(req, socket, head, target);
+      if (apiUpgrades && apiUpgrades.listenerCount('upgrade') > 0)
+        return apiUpgrades.emit('upgrade', req, socket, head);
       // The API has no upgrades of its own unless another listener takes them.
       if (server.listenerCount('upgrade') === 1)
         socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
