@@ -70,6 +70,8 @@ export interface Config extends AuthConfig {
   dbBackupIntervalSeconds: number;
   /** How often WAL files waiting in databases' outboxes are collected into the archive. */
   dbArchivePollMs: number;
+  /** Archive lag past which database.archive_lag_exceeded is sent (WARREN_DB_ARCHIVE_LAG_SECONDS). */
+  dbArchiveLagSeconds: number;
   /** How often databases are checked for crashes and for scale to zero. */
   dbWatchIntervalMs: number;
   /** How often each live sandbox's usage is sampled (WARREN_USAGE_SAMPLE_MS). */
@@ -178,6 +180,7 @@ export function loadConfig(
     dbDomain: (env.WARREN_DB_DOMAIN || 'db.localhost').toLowerCase(),
     dbBackupIntervalSeconds: int(env.WARREN_DB_BACKUP_INTERVAL_SECONDS, 24 * 3600),
     dbArchivePollMs: int(env.WARREN_DB_ARCHIVE_POLL_MS, 500),
+    dbArchiveLagSeconds: int(env.WARREN_DB_ARCHIVE_LAG_SECONDS, 300),
     dbWatchIntervalMs: int(env.WARREN_DB_WATCH_INTERVAL_MS, 2000),
     usageSampleMs: int(env.WARREN_USAGE_SAMPLE_MS, 5000),
     usageRetentionSeconds: int(env.WARREN_USAGE_RETENTION_SECONDS, 24 * 3600),

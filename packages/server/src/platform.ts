@@ -116,6 +116,8 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
       { quota: e.quota, limit: e.limit, current: e.current },
       { warn: (o, m) => app?.log.warn(o, m) },
     );
+  databases.archiver.lag.onEvent = (db, type, report) =>
+    webhooks.emitQuietly(db.org_id, type, report, log);
   webhooks.dispatcher.onFinished = (result, seconds) => metrics.webhookDelivery(result, seconds);
   const context: AppContext = {
     config,

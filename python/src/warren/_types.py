@@ -343,6 +343,7 @@ class DatabaseInfo(TypedDict):
     restored_to: str | None
     sandbox_id: str
     archive: DatabaseArchive
+    archive_lag_seconds: int | None
     metadata: dict[str, str]
     created_at: str
 

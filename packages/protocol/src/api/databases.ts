@@ -117,6 +117,10 @@ export const Database = Type.Object({
   }),
   sandbox_id: Type.String({ description: 'The sandbox the server runs in.' }),
   archive: DatabaseArchive,
+  archive_lag_seconds: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+    description:
+      'How long the oldest WAL file has waited for the archive, in seconds (0: nothing waits); null while the database is not ready or not yet measured.',
+  }),
   metadata: Labels,
   created_at: Type.String({ format: 'date-time' }),
 });

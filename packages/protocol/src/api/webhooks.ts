@@ -11,6 +11,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'template.failed',
   'database.created',
   'database.restored',
+  'database.archive_lag_exceeded',
+  'database.archive_lag_recovered',
   'quota.exceeded',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];

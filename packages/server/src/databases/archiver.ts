@@ -4,12 +4,14 @@
  * control plane has the host move outbox files into the archive (the
  * sandbox holds no storage credentials), and Postgres's wait ends when its
  * file is gone. Moves are fenced by the database's epoch. Base backups are
- * taken at create and every `dbBackupIntervalSeconds`.
+ * taken at create and every `dbBackupIntervalSeconds`. Each pass also
+ * measures the archive lag (archive-lag.ts).
  */
 import type { HostApi } from '@warren/protocol';
 import type { Config } from '../config';
 import type { DatabaseLog } from './index';
 import type { DatabaseQueries, DatabaseRecord } from '../store/databases';
+import { ArchiveLag } from './archive-lag';
 import { KeyedLock } from './locks';
 import { PG_OUTBOX } from './postgres';
 import { archivePrefix, fenceKey, walPrefix, type DatabaseProvisioner } from './provision';
@@ -19,6 +21,7 @@ export class DatabaseArchiver {
   private running: Promise<void> | null = null;
   private readonly backingUp = new Set<string>();
   private readonly collecting = new KeyedLock();
+  readonly lag: ArchiveLag;
 
   constructor(
     private readonly host: HostApi,
@@ -26,7 +29,11 @@ export class DatabaseArchiver {
     private readonly provisioner: DatabaseProvisioner,
     private readonly config: Config,
     private readonly log: Pick<DatabaseLog, 'warn'>,
-  ) {}
+  ) {
+    const limit = config.dbArchiveLagSeconds;
+    const listEveryMs = Math.max(config.dbArchivePollMs, Math.min(5000, limit * 100));
+    this.lag = new ArchiveLag(queries, limit, listEveryMs);
+  }
 
   start(): void {
     this.timer = setInterval(() => {
@@ -44,16 +51,46 @@ export class DatabaseArchiver {
 
   /** One round over the ready databases of this host. */
   async pass(): Promise<void> {
-    for (const db of await this.queries.onHost(this.host.id)) {
-      if (db.state !== 'ready') continue;
-      await this.collect(db).catch((err: Error) =>
-        this.log.warn({ database: db.id, err: err.message }, 'WAL archiving failed'),
-      );
+    const dbs = await this.queries.onHost(this.host.id);
+    this.lag.keepOnly(new Set(dbs.map((d) => d.id)));
+    for (const db of dbs) {
+      if (db.state !== 'ready') {
+        this.lag.notReady(db.id);
+        continue;
+      }
+      await this.collectAndMeasure(db);
       if (this.backingUp.has(db.id) || !this.backupDue(db)) continue;
       // Read again: a backup that ended while this pass collected has updated the record.
       const now = await this.queries.byId(db.id);
       if (now?.state === 'ready' && this.backupDue(now)) void this.backupInBackground(now);
     }
+  }
+
+  /** Collects, listing the outbox first when due, and opens or closes a lag episode. */
+  private async collectAndMeasure(db: DatabaseRecord): Promise<void> {
+    const list = async () =>
+      this.lag.listed(
+        db.id,
+        await this.host.files.list(db.sandbox_id, PG_OUTBOX).catch(() => null),
+      );
+    const listedFirst = this.lag.listDue(db.id);
+    if (listedFirst) await list();
+    const error = await this.collect(db).then(
+      () => null,
+      (err: Error) => err,
+    );
+    if (error) this.log.warn({ database: db.id, err: error.message }, 'WAL archiving failed');
+    // A failed collection left files waiting: see which, unless just seen.
+    if (error && !listedFirst) await list();
+    this.lag.collected(db.id, error);
+    // The record again: this pass's collection may have moved the last archived WAL on.
+    const now = await this.queries.byId(db.id);
+    if (now?.state === 'ready')
+      await this.lag
+        .check(now)
+        .catch((err: Error) =>
+          this.log.warn({ database: db.id, err: err.message }, 'archive lag not recorded'),
+        );
   }
 
   private backupDue(db: DatabaseRecord): boolean {

@@ -90,6 +90,7 @@ export class DatabaseService {
         last_base_backup_lsn: db.last_base_backup_lsn,
         epoch: db.epoch,
       },
+      archive_lag_seconds: db.state === 'ready' ? this.archiver.lag.seconds(db.id) : null,
       metadata: db.metadata,
       created_at: db.created_at,
     };
