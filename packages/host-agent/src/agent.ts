@@ -23,6 +23,7 @@ import { checkSandboxNetwork, setSandboxNetwork } from './sandboxes/connect';
 import { createSandbox } from './sandboxes/create';
 import {
   cpuUsageNs,
+  oomKilled,
   destroySandbox,
   hibernateSandbox,
   pauseSandbox,
@@ -139,6 +140,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       releaseCapture: (captureId) => captures.release(captureId),
       snapshot: (id, snapshotId) => captures.snapshot(id, snapshotId),
       cpuUsageNs: (id) => cpuUsageNs(ctx, id),
+      oomKilled: (id) => oomKilled(ctx, id),
       usage: (id) => sandboxUsage(ctx, id),
       async live() {
         const listed = new Set(await driver.list());

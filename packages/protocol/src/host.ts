@@ -151,6 +151,12 @@ export interface HostSandboxApi {
   live(): Promise<string[]>;
   /** CPU time the sandbox has used, in nanoseconds (null when unknown or not running here). */
   cpuUsageNs(id: string): Promise<number | null>;
+  /**
+   * Whether the host's OOM killer killed a process of the sandbox (its
+   * runtime, for gVisor) since it started; false when unknown. Read it
+   * before destroy, which removes what it is read from.
+   */
+  oomKilled(id: string): Promise<boolean>;
   /** What a sandbox has used (CPU, memory, disk, network); null when it is not live here. */
   usage(id: string): Promise<HostSandboxUsage | null>;
   /** Throws INVALID_NETWORK_POLICY for a policy (or secrets) this host cannot enforce. */

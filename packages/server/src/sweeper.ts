@@ -26,6 +26,8 @@ export class Sweeper {
       try {
         const reaped = await this.sandboxes.reapExpired();
         for (const id of reaped) this.log.info({ sandbox: id }, 'sandbox TTL expired; destroyed');
+        for (const dead of await this.sandboxes.reapDead())
+          this.log.warn({ sandbox: dead.id, cause: dead.cause }, 'sandbox runtime died; stopped');
         const idle = await this.sandboxes.hibernateIdle();
         for (const id of idle)
           this.log.info({ sandbox: id }, 'persistent sandbox idle; hibernated');

@@ -83,6 +83,8 @@ export interface RuntimeDriver {
   cpuUsageNs(id: string): Promise<number | null>;
   /** Memory charged to the sandbox now, in bytes; null when unknown. */
   memoryBytes(id: string): Promise<number | null>;
+  /** How often the host's OOM killer killed a process of the sandbox; null when unknown. */
+  oomKills(id: string): Promise<number | null>;
   /** Ids of the sandboxes that are running or paused (for reconciliation after a restart). */
   list(): Promise<string[]>;
   /** How the host reaches the guest agent of the sandbox with this spec. */

@@ -113,6 +113,11 @@ export async function destroySandbox(ctx: HostContext, id: string): Promise<void
 }
 
 /** CPU time the sandbox has used, in nanoseconds (null when the runtime cannot tell). */
+export async function oomKilled(ctx: HostContext, id: string): Promise<boolean> {
+  if (!ctx.registry.has(id)) return false;
+  return ((await ctx.driver.oomKills(id)) ?? 0) > 0;
+}
+
 export async function cpuUsageNs(ctx: HostContext, id: string): Promise<number | null> {
   if (!ctx.registry.has(id)) return null;
   return ctx.driver.cpuUsageNs(id);

@@ -85,12 +85,22 @@ export class DatabaseWatch {
   async recover(db: DatabaseRecord): Promise<void> {
     await this.dbs.locks.run(db.id, async () => {
       const p = this.dbs.provisioner;
+      // Read before the destroy below removes the sandbox's cgroup.
+      const oom = await this.dbs.host.sandboxes.oomKilled(db.sandbox_id).catch(() => false);
       if (db.state !== 'recovering') {
         await this.dbs.queries.update(db.id, { state: 'recovering' });
-        await this.dbs.queries.event(db.id, 'crashed', `sandbox ${db.sandbox_id} stopped running`);
+        await this.dbs.queries.event(
+          db.id,
+          'crashed',
+          `sandbox ${db.sandbox_id} stopped running${oom ? ' (out of memory)' : ''}`,
+        );
       }
       await this.dbs.lifecycle
-        .destroy(db.org_id, db.sandbox_id, 'database server died')
+        .destroy(
+          db.org_id,
+          db.sandbox_id,
+          oom ? 'out of memory (database server died)' : 'database server died',
+        )
         .catch(() => undefined);
       const volumeOk = await this.dbs.host.volumes.mount(db.volume_id).then(
         () => true,

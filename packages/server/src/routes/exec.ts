@@ -16,6 +16,7 @@ import {
   type ExecEvent,
 } from '@warren/protocol';
 import type { AppContext } from '../context';
+import { OUT_OF_MEMORY } from '../sandboxes/dead';
 import { NoContent, errors } from './responses';
 
 /** What POST /exec keeps of each output stream; /exec/stream has no such limit. */
@@ -26,6 +27,12 @@ function capped(kept: string, more: string): string {
   if (kept.length > EXEC_OUTPUT_LIMIT) return kept; // already truncated
   const next = kept + more;
   return next.length <= EXEC_OUTPUT_LIMIT ? next : next.slice(0, EXEC_OUTPUT_LIMIT) + TRUNCATED;
+}
+
+/** Whether the host's OOM killer killed the sandbox (or it was recorded stopped for that). */
+async function outOfMemory(ctx: AppContext, id: string): Promise<boolean> {
+  if (await ctx.host.sandboxes.oomKilled(id).catch(() => false)) return true;
+  return (await ctx.store.getSandboxById(id))?.stop_reason === OUT_OF_MEMORY;
 }
 
 /**
@@ -103,6 +110,11 @@ export const execRoutes =
             };
           }
         }
+        if (await outOfMemory(ctx, req.params.id))
+          throw new WarrenError(
+            'SANDBOX_OUT_OF_MEMORY',
+            'the sandbox ran out of memory (past its memory_mb) and was killed with everything in it',
+          );
         throw new WarrenError(
           'GUEST_UNAVAILABLE',
           'the sandbox agent ended the exec stream without an exit status',

@@ -1,11 +1,12 @@
 /**
- * Time-driven sandbox housekeeping: TTL expiry and idle hibernation of
- * persistent sandboxes. The clock is injected (unit tests move it).
+ * Time-driven sandbox housekeeping: TTL expiry, idle hibernation of
+ * persistent sandboxes, and sandboxes whose runtime died (dead.ts). The clock is injected (unit tests move it).
  */
 import type { HostApi } from '@warren/protocol';
 import type { Config } from '../config';
 import type { Store } from '../store/store';
 import { isoIn } from './clock';
+import { DeadSandboxes } from './dead';
 import type { SandboxLifecycle } from './lifecycle';
 
 /**
@@ -29,7 +30,16 @@ export class IdleSweeps {
     private readonly host: HostApi,
     private readonly config: Config,
     private readonly lifecycle: SandboxLifecycle,
-  ) {}
+  ) {
+    this.dead = new DeadSandboxes(store, host, lifecycle);
+  }
+
+  private readonly dead: DeadSandboxes;
+
+  /** Records sandboxes whose runtime died (out of memory, or lost); returns them. */
+  reapDead(): Promise<Array<{ id: string; cause: string }>> {
+    return this.dead.reap();
+  }
 
   /**
    * Destroys sandboxes whose TTL has passed without activity; returns their ids.

@@ -15,6 +15,7 @@ export type Cause =
         | 'ttl'
         | 'idle'
         | 'host_lost'
+        | 'out_of_memory'
         | 'platform_restart'
         | 'platform_shutdown'
         | 'database'
@@ -59,6 +60,7 @@ export function causeOf(
   if (detail === 'ttl_expired') return { kind: 'ttl', detail };
   if (/^hibernate \(idle for /.test(detail)) return { kind: 'idle', detail };
   if (detail === 'lost') return { kind: 'host_lost', detail };
+  if (detail.startsWith('out of memory')) return { kind: 'out_of_memory', detail };
   if (detail.startsWith('interrupted while')) return { kind: 'platform_restart', detail };
   if (detail === 'platform shut down') return { kind: 'platform_shutdown', detail };
   if (/database/.test(detail)) return { kind: 'database', detail };

@@ -91,6 +91,8 @@ describe('webhook causes', () => {
       ['ttl_expired', 'ttl'],
       ['hibernate (idle for 301 s)', 'idle'],
       ['lost', 'host_lost'],
+      ['out of memory', 'out_of_memory'],
+      ['out of memory (database server died)', 'out_of_memory'],
       ['interrupted while creating', 'platform_restart'],
       ['platform shut down', 'platform_shutdown'],
       ['hibernate (database db_x scaled to zero)', 'database'],

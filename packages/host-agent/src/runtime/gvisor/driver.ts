@@ -172,6 +172,27 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   /** Live sandboxes only: runsc also lists stopped ones (a checkpoint stops its sandbox). */
+  /**
+   * From the sandbox's memory cgroup: v1 memory.oom_control or v2
+   * memory.events, `oom_kill N`. The memory limit is this cgroup's, and
+   * past it the host kills the sentry (the sandbox's kernel), not a process
+   * inside: the whole sandbox dies. The cgroup stays until destroy.
+   */
+  async oomKills(id: string): Promise<number | null> {
+    for (const file of [
+      join(CGROUP_ROOT, 'memory', id, 'memory.oom_control'),
+      join(CGROUP_ROOT, id, 'memory.events'),
+    ]) {
+      try {
+        const n = /^oom_kill (\d+)$/m.exec(await readFile(file, 'utf8'))?.[1];
+        if (n !== undefined) return Number(n);
+      } catch {
+        // not this cgroup version
+      }
+    }
+    return null;
+  }
+
   async list(): Promise<string[]> {
     const out = await runsc(this.opts, ['list', '-format', 'json']).catch(() => '[]');
     const containers = (JSON.parse(out || '[]') ?? []) as Array<{ id: string; status: string }>;
