@@ -58,7 +58,9 @@ export class DatabaseArchiver {
         this.lag.notReady(db.id);
         continue;
       }
-      await this.collectAndMeasure(db);
+      await this.collectAndMeasure(db).catch((err: Error) =>
+        this.log.warn({ database: db.id, err: err.message }, 'archive pass failed'),
+      );
       if (this.backingUp.has(db.id) || !this.backupDue(db)) continue;
       // Read again: a backup that ended while this pass collected has updated the record.
       const now = await this.queries.byId(db.id);
@@ -68,11 +70,13 @@ export class DatabaseArchiver {
 
   /** Collects, listing the outbox first when due, and opens or closes a lag episode. */
   private async collectAndMeasure(db: DatabaseRecord): Promise<void> {
-    const list = async () =>
-      this.lag.listed(
-        db.id,
-        await this.host.files.list(db.sandbox_id, PG_OUTBOX).catch(() => null),
-      );
+    const list = async () => {
+      // The host may throw at once (a sandbox no longer running): a failed listing all the same.
+      const listing = await Promise.resolve()
+        .then(() => this.host.files.list(db.sandbox_id, PG_OUTBOX))
+        .catch(() => null);
+      this.lag.listed(db.id, listing);
+    };
     const listedFirst = this.lag.listDue(db.id);
     if (listedFirst) await list();
     const error = await this.collect(db).then(

@@ -37,9 +37,10 @@ class FakeOutbox {
     return {
       id: 'host_test',
       files: {
-        list: async () => {
+        // As the host agent's: a sandbox it cannot reach throws at once, not in a promise.
+        list: () => {
           if (this.listFails) throw new Error('guest agent unreachable');
-          return { items: [...this.files].map(([n, m]) => entry(n, m)) };
+          return Promise.resolve({ items: [...this.files].map(([n, m]) => entry(n, m)) });
         },
       },
       archive: {
