@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Database } from '@warren/protocol';
 import { runCli, startTestPlatform, type TestPlatform } from '../fixture';
 import { connectError, createDatabase, dropDatabase, psql, withClient } from '../databases';
+import { waitFor } from '../wait';
 
 describe(
   'managed PostgreSQL (real gVisor, real psql and node-postgres)',
@@ -62,6 +63,15 @@ describe(
       const ca = await p.api('/v1/databases/ca.pem', { token: null });
       assert.equal(ca.status, 200);
       assert.match(await ca.text(), /BEGIN CERTIFICATE/);
+      // Archiving works: once the archiver has passed over it, nothing waits for the archive.
+      const lag = await waitFor(
+        async () => {
+          const got = await p.json<Database>(`/v1/databases/${db.id}`);
+          return got.archive_lag_seconds !== null && { seconds: got.archive_lag_seconds };
+        },
+        { what: 'the archive lag to be measured' },
+      );
+      assert.equal(lag.seconds, 0);
     });
 
     it('refuses plain connections, wrong passwords and unknown databases with Postgres errors', async () => {
