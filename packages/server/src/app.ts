@@ -33,6 +33,7 @@ import { ptyRoutes, WEBSOCKET_OPTIONS } from './routes/pty';
 import { accessHooks, declareRouteScopes } from './keys/hooks';
 import { metricsHooks } from './metrics/hooks';
 import { metricsRoutes } from './routes/metrics';
+import { mcpRoutes } from './routes/mcp';
 import { usageRoutes } from './routes/usage';
 import { webhookRoutes } from './routes/webhooks';
 import { requestCauses } from './webhooks/cause';
@@ -195,6 +196,7 @@ export async function buildApp(
   await app.register(keyRoutes(ctx));
   await app.register(usageRoutes(ctx));
   await app.register(metricsRoutes(ctx));
+  await app.register(mcpRoutes(ctx));
   await app.register(quotaRoutes(ctx));
   await app.register(webhookRoutes(ctx));
   await app.register(ptyRoutes(ctx));
