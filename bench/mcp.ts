@@ -2,7 +2,8 @@
  * MCP tool call overhead: `exec` of `true` as an MCP tool call, over the
  * API's Streamable HTTP endpoint (/mcp, tools run in-process) and over stdio
  * (`warren mcp`, tools call the REST API), beside the same exec on the REST
- * route. One sandbox; the three take turns so a busy moment falls on all alike.
+ * route, and a list_sandboxes call beside GET /v1/sandboxes (MCP's own cost,
+ * without exec's variance). One sandbox; the three take turns so a busy moment falls on all alike.
  * Run: node --import tsx bench/mcp.ts (BENCH_MCP_RUNS, default 100).
  */
 import { join } from 'node:path';
@@ -55,7 +56,13 @@ async function main(): Promise<void> {
         method: 'POST',
         json: { cmd: '/bin/sh', args: ['-c', 'true'] },
       });
-    const fns = [tool(http), tool(stdio), rest];
+    // A call with no sandbox work in it: what MCP itself adds, without exec's variance.
+    const list = (c: Client) => async () => {
+      const r = (await c.callTool({ name: 'list_sandboxes', arguments: {} })) as CallToolResult;
+      if (r.isError) throw new Error(JSON.stringify(r.content));
+    };
+    const restList = () => p.json('/v1/sandboxes');
+    const fns = [tool(http), tool(stdio), rest, list(http), restList];
     for (let i = 0; i < WARMUP; i++) for (const fn of fns) await fn();
     const samples = fns.map((): number[] => []);
     for (let i = 0; i < RUNS; i++)
@@ -64,7 +71,13 @@ async function main(): Promise<void> {
         await fn();
         samples[n]!.push(now() - t);
       }
-    const [viaHttp, viaStdio, viaRest] = samples as [number[], number[], number[]];
+    const [viaHttp, viaStdio, viaRest, listHttp, listRest] = samples as number[][] as [
+      number[],
+      number[],
+      number[],
+      number[],
+      number[],
+    ];
     console.log(
       `\nWarren MCP tool call overhead — ${RUNS} calls each, ${new Date().toISOString()}\n`,
     );
@@ -72,6 +85,13 @@ async function main(): Promise<void> {
     printTable([
       { name: 'MCP exec `true`, Streamable HTTP /mcp', warren: viaHttp, ...base },
       { name: 'MCP exec `true`, stdio (warren mcp)', warren: viaStdio, ...base },
+      {
+        name: 'MCP list_sandboxes, Streamable HTTP /mcp',
+        unit: 'ms',
+        warren: listHttp,
+        direct: listRest,
+        directName: 'REST GET /v1/sandboxes',
+      },
     ]);
     await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
   } finally {

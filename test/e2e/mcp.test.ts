@@ -136,6 +136,9 @@ describe('MCP server (real gVisor)', () => {
     const r = await call(c, 'exec', { sandbox_id: 'sbx_0000000000000000', command: 'true' });
     assert.equal(r.isError, true);
     assert.match(text(r), /^SANDBOX_NOT_FOUND: /);
+    const invalid = await call(c, 'exec', { sandbox_id: 'sbx_0000000000000000' });
+    assert.equal(invalid.isError, true);
+    assert.match(text(invalid), /Input validation error/);
   });
 
   it("acts with the caller's key: another organisation's sandbox is not found", async () => {
@@ -146,6 +149,14 @@ describe('MCP server (real gVisor)', () => {
     assert.match(text(r), /^SANDBOX_NOT_FOUND: /);
     const listed = JSON.parse(text(await call(c, 'list_sandboxes', {}))) as unknown[];
     assert.deepEqual(listed, []);
+    // The tools' requests are audited under their own routes, with the calling key.
+    type Event = { status: number; error_code: string | null; resource_id: string | null };
+    const audit = await p.json<{ items: Event[] }>(
+      `/v1/audit?action=${encodeURIComponent('POST /v1/sandboxes/:id/exec')}`,
+    );
+    const seen = audit.items.map((e) => [e.resource_id, e.status, e.error_code].join(' '));
+    assert.ok(seen.includes(`${sandboxId} 200 `), seen.join(', '));
+    assert.ok(seen.includes('sbx_0000000000000000 404 SANDBOX_NOT_FOUND'), seen.join(', '));
   });
 
   it('refuses requests without a valid key (401) and unknown tool groups (400)', async () => {
