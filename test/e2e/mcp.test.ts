@@ -159,7 +159,7 @@ describe('MCP server (real gVisor)', () => {
     assert.ok(seen.includes('sbx_0000000000000000 404 SANDBOX_NOT_FOUND'), seen.join(', '));
   });
 
-  it('refuses requests without a valid key (401) and unknown tool groups (400)', async () => {
+  it('refuses requests without a valid key (401), GET (405) and unknown tool groups (400)', async () => {
     const init = {
       jsonrpc: '2.0',
       id: 1,
@@ -176,6 +176,10 @@ describe('MCP server (real gVisor)', () => {
       assert.equal(res.status, 401);
       assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'UNAUTHORIZED');
     }
+    const get = await p.api('/mcp', { headers });
+    assert.equal(get.status, 405);
+    assert.equal(get.headers.get('allow'), 'POST');
+    await get.arrayBuffer();
     const bad = await p.api('/mcp?tools=default,nope', { method: 'POST', json: init, headers });
     assert.equal(bad.status, 400);
     assert.equal(((await bad.json()) as { error: { code: string } }).error.code, 'INVALID_REQUEST');

@@ -14,6 +14,12 @@ import { injectFetch } from '../inject-fetch';
 
 const hide = { schema: { hide: true } };
 
+const jsonRpcError = (code: number, message: string) => ({
+  jsonrpc: '2.0',
+  error: { code, message },
+  id: null,
+});
+
 export const mcpRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
   async (app) => {
@@ -42,8 +48,18 @@ export const mcpRoutes =
         void transport.close();
         void server.close();
       });
-      await server.connect(transport);
-      await transport.handleRequest(req.raw, reply.raw, req.body);
+      try {
+        await server.connect(transport);
+        await transport.handleRequest(req.raw, reply.raw, req.body);
+      } catch (err) {
+        // The reply is ours after hijack(): answer rather than leave the client waiting.
+        req.log.error({ err }, 'MCP request failed');
+        if (!reply.raw.headersSent)
+          reply.raw
+            .writeHead(500, { 'content-type': 'application/json' })
+            .end(JSON.stringify(jsonRpcError(-32603, 'internal error')));
+        else reply.raw.destroy();
+      }
     });
 
     // Stateless: no server-sent stream to open (GET) and no session to end (DELETE).
@@ -52,11 +68,7 @@ export const mcpRoutes =
       return reply
         .code(405)
         .header('allow', 'POST')
-        .send({
-          jsonrpc: '2.0',
-          error: { code: -32000, message: 'this MCP endpoint is stateless: POST only' },
-          id: null,
-        });
+        .send(jsonRpcError(-32000, 'this MCP endpoint is stateless: POST only'));
     };
     app.get('/mcp', hide, notAllowed);
     app.delete('/mcp', hide, notAllowed);
