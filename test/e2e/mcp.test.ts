@@ -35,6 +35,7 @@ describe('MCP server (real gVisor)', () => {
   let p: TestPlatform;
   let otherOrgKey: string;
   let sandboxId: string | undefined;
+  let restoredId: string | undefined;
   const clients: Client[] = [];
   const dirs: string[] = [];
 
@@ -71,7 +72,8 @@ describe('MCP server (real gVisor)', () => {
 
   after(async () => {
     for (const c of clients) await c.close().catch(() => undefined);
-    if (sandboxId) await p?.api(`/v1/sandboxes/${sandboxId}`, { method: 'DELETE' });
+    for (const id of [sandboxId, restoredId])
+      if (id) await p?.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
     await p?.stop();
   });
@@ -211,6 +213,36 @@ describe('MCP server (real gVisor)', () => {
     })) as CallToolResult;
     assert.ok(!r.isError, text(r));
     assert.equal((JSON.parse(text(r)) as { stdout: string }).stdout, 'written over MCP\n');
+    const templates = await client.callTool({ name: 'list_templates', arguments: {} });
+    const listed = JSON.parse(text(templates)) as Array<{ name: string; state: string }>;
+    assert.ok(
+      listed.some((t) => t.name === 'base' && t.state === 'ready'),
+      text(templates),
+    );
+  });
+
+  it('snapshots a sandbox and restores it into a new one (snapshots group)', async () => {
+    assert.ok(sandboxId);
+    const c = await http(p.adminToken, '?tools=snapshots');
+    const snap = await okJson(c, 'snapshot_sandbox', { sandbox_id: sandboxId });
+    assert.match(String(snap.id), /^snap_/);
+    const restored = await okJson(c, 'restore_snapshot', {
+      snapshot_id: snap.id,
+      ttl_seconds: 600,
+    });
+    restoredId = String(restored.id);
+    assert.equal(restored.snapshot_id, snap.id);
+    const d = await http(p.adminToken);
+    const run = await okJson(d, 'exec', {
+      sandbox_id: restoredId,
+      command: 'cat /tmp/mcp/note.txt',
+    });
+    assert.equal(run.stdout, 'written over MCP\n');
+    assert.equal(
+      text(await call(d, 'kill_sandbox', { sandbox_id: restoredId })),
+      `killed ${restoredId}`,
+    );
+    restoredId = undefined;
   });
 
   it('kills the sandbox', async () => {
