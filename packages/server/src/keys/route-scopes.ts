@@ -56,6 +56,7 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   'GET /v1/sandboxes/:id/files/stat': ['files'],
   'POST /v1/sandboxes/:id/files/mkdir': ['files'],
   'POST /v1/sandboxes/:id/files/rename': ['files'],
+  'GET /v1/sandboxes/:id/files/watch': ['files'],
 
   'POST /v1/sandboxes/:id/snapshots': ['snapshots'],
   'GET /v1/snapshots': ['snapshots'],
