@@ -65,6 +65,7 @@ const CASES: Record<string, Case> = {
   'DELETE /v1/sandboxes/:id/files': { code: SBX, query: 'path=/tmp/a.txt' },
   'GET /v1/sandboxes/:id/files/list': { code: SBX, query: 'path=/tmp' },
   'GET /v1/sandboxes/:id/files/stat': { code: SBX, query: 'path=/tmp/a.txt' },
+  'GET /v1/sandboxes/:id/files/watch': { code: SBX, query: 'path=/tmp&recursive=true' },
   'POST /v1/sandboxes/:id/files/mkdir': { code: SBX, json: { path: '/tmp/by-b' } },
   'POST /v1/sandboxes/:id/files/rename': { code: SBX, json: { from: '/tmp/a.txt', to: '/tmp/b' } },
   'POST /v1/sandboxes/:id/snapshots': { code: SBX },
