@@ -61,6 +61,7 @@ def test_error_table_matches_the_platform() -> None:
         422: warren.TemplateBuildError,
         500: warren.ServerError,
         502: warren.UpstreamError,
+        429: warren.RateLimitError,
     }
     for code, status in warren.ERROR_STATUS.items():
         cls = warren.error_class(code)
@@ -73,6 +74,9 @@ def test_error_table_matches_the_platform() -> None:
     assert warren.error_class("PAYLOAD_TOO_LARGE") is warren.InvalidRequestError
     # A code this SDK does not know is classed by its HTTP status.
     assert warren.error_class("SOMETHING_NEW", 409) is warren.ConflictError
+    quota = warren.RateLimitError("QUOTA_EXCEEDED", "over", details={"retry_after_seconds": 3})
+    assert warren.error_class("QUOTA_EXCEEDED") is warren.RateLimitError and quota.retry_after == 3.0
+    assert warren.RateLimitError("RATE_LIMITED", "slow down").retry_after is None
 
 
 def test_typed_errors_carry_code_status_and_request_id(api: tuple[str, str]) -> None:

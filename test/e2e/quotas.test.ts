@@ -94,7 +94,7 @@ describe('quotas per organisation (real gVisor)', () => {
     const ownGet = await call(`/v1/orgs/${org}/quotas`);
     assert.equal(ownGet.status, 200);
     const otherGet = await call('/v1/orgs/org_default/quotas');
-    assert.equal(otherGet.status, 403);
+    assert.equal(otherGet.status, 404);
     const nope = await p.api('/v1/orgs/org_nope/quotas', { method: 'PUT', json: {} });
     assert.equal(nope.status, 404);
     const set = await setQuotas({ sandboxes: 2 });

@@ -10,6 +10,7 @@ let t: TemplatesPlatform;
 let p: TestPlatform;
 let tmp: string;
 let templatesDir: string;
+type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 const build = (body: Record<string, unknown>) => t.build(body);
 const assertNothingLeft = (name: string) => t.assertNothingLeft(name);
 
@@ -126,6 +127,80 @@ describe('templates from recipes', () => {
 });
 
 describe('official templates', () => {
+  // Not built in the tests (code-interpreter takes minutes); postgres-17 when a
+  // prepare-templates run built code-interpreter (this platform never links postgres-17 in).
+  const unbuiltName = () =>
+    existsSync(join(templatesDir, 'code-interpreter/template.json'))
+      ? 'postgres-17'
+      : 'code-interpreter';
+
+  test('every official template is listed with its state, description and build command', async () => {
+    const name = unbuiltName();
+    const { items } = await p.json<{ items: Json[] }>('/v1/templates');
+    for (const official of ['base', 'code-interpreter', 'postgres-17'])
+      assert.ok(
+        items.some((i) => i.name === official),
+        `${official} is listed: ${items.map((i) => i.name).join(', ')}`,
+      );
+    const base = items.find((i) => i.name === 'base')!;
+    assert.equal(base.state, 'ready');
+    assert.match(base.description, /python3/);
+    const listed = items.find((i) => i.name === name)!;
+    assert.equal(listed.state, 'not_built');
+    assert.equal(listed.built_at, null);
+    assert.equal(listed.source, 'builtin');
+    assert.ok(listed.description.length > 0);
+    assert.deepEqual(listed.build, {
+      cli: `warren template rebuild ${name}`,
+      api: `POST /v1/templates/${name}/rebuild`,
+    });
+    // GET answers the same record; an unknown name is still 404.
+    const got = await p.api(`/v1/templates/${name}`);
+    assert.equal(got.status, 200);
+    assert.deepEqual(await got.json(), listed);
+    const unknown = await p.api('/v1/templates/no-such-template');
+    assert.equal(unknown.status, 404);
+    assert.equal(((await unknown.json()) as Json).error.code, 'TEMPLATE_NOT_FOUND');
+
+    const ls = await runCli(p, ['template', 'ls'], tmp);
+    assert.equal(ls.code, 0, ls.stderr);
+    assert.match(ls.stdout, new RegExp(`\\n${name}\\s+not_built\\s+.*-\\n`));
+    assert.match(ls.stderr, new RegExp(`${name} is not built: warren template rebuild ${name}`));
+  });
+
+  test('a create from an unbuilt official template is 409 TEMPLATE_NOT_BUILT naming the build, and makes nothing', async () => {
+    const name = unbuiltName();
+    const res = await p.api('/v1/sandboxes', { method: 'POST', json: { template: name } });
+    assert.equal(res.status, 409);
+    const { error } = (await res.json()) as Json;
+    assert.equal(error.code, 'TEMPLATE_NOT_BUILT');
+    assert.ok(error.message.includes(`warren template rebuild ${name}`), error.message);
+    assert.ok(error.message.includes(`POST /v1/templates/${name}/rebuild`), error.message);
+    for (const q of ['', '?state=stopped']) {
+      const { items } = await p.json<{ items: Json[] }>(`/v1/sandboxes${q}`);
+      assert.deepEqual(
+        items.filter((s) => s.template === name),
+        [],
+      );
+    }
+    assert.ok(!existsSync(join(templatesDir, name)), 'no template directory was made');
+    await p.host.settle();
+    assert.deepEqual(p.runscContainers(), []);
+    // Unknown names are still TEMPLATE_NOT_FOUND; the official name is not free for a user build.
+    const unknown = await p.api('/v1/sandboxes', {
+      method: 'POST',
+      json: { template: 'no-such-template' },
+    });
+    assert.equal(unknown.status, 404);
+    assert.equal(((await unknown.json()) as Json).error.code, 'TEMPLATE_NOT_FOUND');
+    const taken = await build({ name, base: 'base', steps: [{ run: 'true' }] });
+    assert.equal(taken.error?.code, 'TEMPLATE_EXISTS');
+    const del = await p.api(`/v1/templates/${name}`, { method: 'DELETE' });
+    assert.equal(del.status, 409);
+    assert.equal(((await del.json()) as Json).error.code, 'TEMPLATE_NOT_BUILT');
+    assert.equal((await p.json(`/v1/templates/${name}`)).state, 'not_built');
+  });
+
   test('code-interpreter imports numpy, pandas and matplotlib', async (t) => {
     // Its debootstrap takes minutes, so it is built only when asked:
     // WARREN_TEMPLATES=code-interpreter node --import tsx scripts/prepare-templates.ts

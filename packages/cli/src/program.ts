@@ -18,6 +18,7 @@ import { register as templateRebuild } from './commands/template/rebuild';
 import { register as templateRm } from './commands/template/rm';
 import { register as up } from './commands/platform/up';
 import { register as usage } from './commands/platform/usage';
+import { register as mcp } from './commands/platform/mcp';
 import { register as volumeCreate } from './commands/volume/create';
 import { register as volumeLs } from './commands/volume/ls';
 import { register as volumeRm } from './commands/volume/rm';
@@ -78,6 +79,7 @@ export function createProgram(io: Io): Command {
 
   up(program, io);
   usage(program, io);
+  mcp(program, version);
   return program;
 }
 

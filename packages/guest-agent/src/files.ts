@@ -19,7 +19,7 @@ import {
   type FileHandle,
 } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { WarrenError } from '@warren/protocol/errors';
 import type { FileInfo } from '@warren/protocol/guest';
 
@@ -68,8 +68,12 @@ export async function list(path: string): Promise<FileInfo[]> {
 export async function openRead(path: string): Promise<{ stream: Readable; size: number }> {
   const st = await stat(path);
   if (st.isDirectory()) throw new WarrenError('IS_A_DIRECTORY', `${path} is a directory`);
+  // The size is sent ahead as content-length: a file that grows meanwhile (a log, a counter
+  // rewritten) is read up to that size only, never past it into the next HTTP response.
+  if (st.size === 0) return { stream: Readable.from([]), size: 0 };
   // Large reads: each one is a system call through the gVisor kernel.
-  return { stream: createReadStream(path, { highWaterMark: 1024 * 1024 }), size: st.size };
+  const stream = createReadStream(path, { highWaterMark: 1024 * 1024, end: st.size - 1 });
+  return { stream, size: st.size };
 }
 
 /** Checks that a file can be written (creating parent directories) before any data is sent. */

@@ -23,6 +23,7 @@ import type { PtyTable } from './pty';
 import { routePty } from './pty-routes';
 import { sendError, sendJson, toWarrenError } from './respond';
 import { linkVolumes } from './volumes';
+import { serveWatch, watchCount } from './watch';
 
 export interface GuestState {
   sandboxId: string | null;
@@ -68,6 +69,7 @@ export async function route(
       pid: process.pid,
       uptime_ms: Date.now() - state.startedAt,
       connections: state.connections,
+      watches: watchCount(),
     });
   }
   if (path === GUEST_PATHS.hello && method === 'POST') {
@@ -178,6 +180,9 @@ export async function route(
   }
   if (path === GUEST_PATHS.filesStat && method === 'GET') {
     return sendJson(stream, 200, await files.info(files.checkPath(q.get('path'))));
+  }
+  if (path === GUEST_PATHS.filesWatch && method === 'GET') {
+    return serveWatch(stream, files.checkPath(q.get('path')), q.get('recursive') === '1');
   }
   if (path === GUEST_PATHS.filesMkdir && method === 'POST') {
     const body = await readJson<{ path?: string; parents?: boolean }>(stream);

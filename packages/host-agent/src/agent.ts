@@ -5,7 +5,7 @@
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { HostApi } from '@warren/protocol';
+import { GUEST_PATHS, type HostApi } from '@warren/protocol';
 import { defaultRunsc, type HostAgentConfig } from './config';
 import type { HostContext } from './context';
 import { guestFiles } from './guest/files';
@@ -54,6 +54,8 @@ export interface LocalHostAgent extends HostApi {
   readonly snapshotStore: SnapshotStore;
   /** A template's record with its host paths (benchmarks restore it with runsc directly). */
   templateRecord(name: string): Promise<TemplateRecord>;
+  /** The guest agent's own health answer (open file watches among it). */
+  guestHealth(id: string): Promise<{ connections: number; watches: number }>;
 }
 
 async function egressProxy(config: HostAgentConfig): Promise<EgressProxy> {
@@ -185,6 +187,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
     settle: () => ctx.registry.settle(),
     isLive: (id) => ctx.registry.has(id),
     templateRecord: (name) => ctx.catalog.get(name),
+    guestHealth: (id) => channelOf(id).json({ path: GUEST_PATHS.health }),
     async close(o = {}) {
       for (const id of ctx.registry.ids()) {
         if (o.destroy) await destroySandbox(ctx, id);

@@ -9,7 +9,7 @@
  * checkpoint simply dials again: the agent drops the connection before a
  * checkpoint (gVisor cannot save an open host socket) and redials afterwards.
  */
-import type { ExecEvent, FileInfo, ProcessInfo } from './api';
+import type { ExecEvent, FileInfo, FileWatchEvent, ProcessInfo } from './api';
 
 /** Where the guest agent and its private Node.js runtime are mounted, read-only. */
 export const GUEST_AGENT_DIR = '/opt/warren';
@@ -54,6 +54,8 @@ export const GUEST_PATHS = {
   filesStat: '/files/stat',
   filesMkdir: '/files/mkdir',
   filesRename: '/files/rename',
+  /** ndjson stream of FileWatchEvent until the host closes it (the watchers go with it). */
+  filesWatch: '/files/watch',
   /** Preview: the guest connects to a TCP port on its loopback and pipes it over a data connection. */
   portConnect: '/ports/connect',
   /** Links each attached volume at its mount path (symlinks into GUEST_VOLUMES_DIR). */
@@ -156,4 +158,4 @@ export const PTY_FRAME_EXIT = 2;
 export const PTY_FRAME_START = 3;
 export const PTY_FRAME_HEADER = 5;
 
-export type { ExecEvent, FileInfo, ProcessInfo };
+export type { ExecEvent, FileInfo, FileWatchEvent, ProcessInfo };

@@ -12,6 +12,7 @@ import type { Duplex, Readable } from 'node:stream';
 import type {
   ExecEvent,
   FileInfo,
+  FileWatchEvent,
   FileList,
   MkdirRequest,
   ProcessInfo,
@@ -240,6 +241,16 @@ export interface HostFileApi {
   mkdir(id: string, req: MkdirRequest): Promise<FileInfo>;
   rename(id: string, req: RenameRequest): Promise<FileInfo>;
   remove(id: string, path: string, recursive: boolean): Promise<void>;
+  /**
+   * Watches a directory; errors before the first event throw (FILE_NOT_FOUND,
+   * NOT_A_DIRECTORY). The events end when `signal` aborts (the guest drops its
+   * watchers) or when the sandbox's agent goes away (a pause or checkpoint).
+   */
+  watch(
+    id: string,
+    path: string,
+    o: { recursive: boolean; signal?: AbortSignal },
+  ): Promise<AsyncIterable<FileWatchEvent>>;
 }
 
 /** A log line of a template build; `step` is 1-based. */

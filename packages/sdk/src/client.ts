@@ -26,11 +26,13 @@ export interface RequestOptions {
 export class HttpClient {
   readonly apiUrl: string;
   readonly #apiKey: string | undefined;
+  readonly #fetch: typeof fetch;
 
   constructor(opts: ConnectionOptions = {}) {
     const config = resolveConfig(opts);
     this.apiUrl = config.apiUrl;
     this.#apiKey = config.apiKey;
+    this.#fetch = opts.fetch ?? ((input, init) => fetch(input, init));
   }
 
   /** The Authorization header, for connections that are not fetch (WebSockets). */
@@ -61,7 +63,7 @@ export class HttpClient {
 
     let res: Response;
     try {
-      res = await fetch(url, init);
+      res = await this.#fetch(url, init);
     } catch (err) {
       throw this.networkError(err);
     }

@@ -14,6 +14,11 @@ export interface ConnectionOptions {
   apiUrl?: string;
   /** API token. Default: $WARREN_API_KEY, else the contents of $WARREN_HOME/admin-token. */
   apiKey?: string;
+  /**
+   * The fetch the SDK sends requests with; default the global one. The server's
+   * MCP endpoint passes one that answers in-process, through the API's own routes.
+   */
+  fetch?: typeof fetch;
 }
 
 export interface ResolvedConfig {

@@ -8,9 +8,15 @@ import { rm, stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
-import { WarrenError, type FileInfo, type WriteResult } from '@warren/protocol';
+import {
+  WarrenError,
+  type FileInfo,
+  type FileWatchEvent,
+  type WriteResult,
+} from '@warren/protocol';
 import type { HttpClient } from './client';
 import { streamFailure } from './errors';
+import { parseNdjson } from './ndjson';
 
 export type WriteData = string | Uint8Array | Readable | ReadableStream<Uint8Array>;
 
@@ -18,6 +24,26 @@ export interface WriteOptions {
   /** Permission bits, as octal text ('755') or a number (0o755). */
   mode?: string | number;
   signal?: AbortSignal;
+}
+
+export interface WatchOptions {
+  /** Also watch every subdirectory (made later too). */
+  recursive?: boolean;
+  /** Each event, in order. */
+  onEvent: (event: FileWatchEvent) => void;
+  /** Aborting stops the watch, like handle.stop(). */
+  signal?: AbortSignal;
+}
+
+export interface WatchHandle {
+  /** Ends the stream; the sandbox drops its watchers. */
+  stop(): void;
+  /**
+   * Settles when the stream ends: after stop(), when the watched directory is
+   * removed, or when the sandbox pauses or stops (watch again then). Rejects
+   * if the connection broke or onEvent threw.
+   */
+  readonly done: Promise<void>;
 }
 
 export class Files {
@@ -105,6 +131,40 @@ export class Files {
 
   rename(from: string, to: string): Promise<FileInfo> {
     return this.#http.json('POST', `${this.#base}/rename`, { json: { from, to } });
+  }
+
+  /**
+   * Watches a directory: resolves once the watch is in place (FILE_NOT_FOUND,
+   * NOT_A_DIRECTORY otherwise), then calls onEvent for each create, write,
+   * remove and rename until stopped.
+   */
+  async watch(path: string, opts: WatchOptions): Promise<WatchHandle> {
+    const stop = new AbortController();
+    const abort = () => stop.abort();
+    if (opts.signal?.aborted) stop.abort();
+    opts.signal?.addEventListener('abort', abort, { once: true });
+    let res: Response;
+    try {
+      res = await this.#http.request('GET', `${this.#base}/watch`, {
+        query: { path, recursive: opts.recursive ?? false },
+        signal: stop.signal,
+      });
+    } catch (err) {
+      opts.signal?.removeEventListener('abort', abort);
+      throw err;
+    }
+    const body = res.body;
+    const done = (async () => {
+      try {
+        if (body) for await (const e of parseNdjson<FileWatchEvent>(body)) opts.onEvent(e);
+      } catch (err) {
+        if (!stop.signal.aborted) throw streamFailure(err, `watching ${path}`);
+      } finally {
+        opts.signal?.removeEventListener('abort', abort);
+      }
+    })();
+    done.catch(() => undefined); // the caller awaits it or not
+    return { stop: abort, done };
   }
 
   /** Streams a local file into the sandbox, keeping its permission bits unless `mode` is given. */

@@ -20,7 +20,7 @@ export { Pty, PtyConnection } from './pty';
 export type { PtyClose, PtyConnectOptions, PtyCreateOptions } from './pty';
 export { Network } from './network';
 export type { EgressLogOptions } from './network';
-export type { WriteData, WriteOptions } from './files';
+export type { WatchHandle, WatchOptions, WriteData, WriteOptions } from './files';
 export {
   listTemplates,
   getTemplate,
@@ -63,6 +63,7 @@ export type {
   PtyInfo,
   PtyToken,
   FileInfo,
+  FileWatchEvent,
   WriteResult,
   Template,
   TemplateBuildRequest,

@@ -33,6 +33,7 @@ import { ptyRoutes, WEBSOCKET_OPTIONS } from './routes/pty';
 import { accessHooks, declareRouteScopes } from './keys/hooks';
 import { metricsHooks } from './metrics/hooks';
 import { metricsRoutes } from './routes/metrics';
+import { mcpRoutes } from './routes/mcp';
 import { usageRoutes } from './routes/usage';
 import { webhookRoutes } from './routes/webhooks';
 import { requestCauses } from './webhooks/cause';
@@ -149,6 +150,8 @@ export async function buildApp(
   // Every state-changing request leaves an audit event: who, what, which resource, result.
   app.addHook('onResponse', async (request, reply) => {
     if (!STATE_CHANGING.has(request.method)) return;
+    // An MCP message is not itself a change: the tool calls it makes are audited as /v1 requests.
+    if (request.routeOptions.url === '/mcp') return;
     const params = request.params as { id?: string } | undefined;
     const resource =
       request.auditResource ?? (params?.id ? { type: 'sandbox', id: params.id } : null);
@@ -195,6 +198,7 @@ export async function buildApp(
   await app.register(keyRoutes(ctx));
   await app.register(usageRoutes(ctx));
   await app.register(metricsRoutes(ctx));
+  await app.register(mcpRoutes(ctx));
   await app.register(quotaRoutes(ctx));
   await app.register(webhookRoutes(ctx));
   await app.register(ptyRoutes(ctx));

@@ -27,6 +27,8 @@ ERROR_STATUS: dict[str, int] = {
     "INVALID_NETWORK_POLICY": 400,
     "INVALID_IMAGE": 400,
     "INVALID_RESTORE_TARGET": 400,
+    "INVALID_WEBHOOK_URL": 400,
+    "INVALID_EVENT_FILTER": 400,
     "TEMPLATE_BUILD_FAILED": 422,
     "UNAUTHORIZED": 401,
     "PREVIEW_AUTH_REQUIRED": 401,
@@ -43,7 +45,10 @@ ERROR_STATUS: dict[str, int] = {
     "ORGANISATION_NOT_FOUND": 404,
     "ARCHIVE_OBJECT_NOT_FOUND": 404,
     "PROCESS_NOT_FOUND": 404,
+    "PTY_NOT_FOUND": 404,
     "FILE_NOT_FOUND": 404,
+    "WEBHOOK_NOT_FOUND": 404,
+    "WEBHOOK_MESSAGE_NOT_FOUND": 404,
     "SANDBOX_NOT_RUNNING": 409,
     "INVALID_STATE": 409,
     "FILE_EXISTS": 409,
@@ -54,9 +59,13 @@ ERROR_STATUS: dict[str, int] = {
     "SANDBOX_HAS_VOLUMES": 409,
     "TEMPLATE_EXISTS": 409,
     "TEMPLATE_IN_USE": 409,
+    "TEMPLATE_NOT_BUILT": 409,
     "DATABASE_FENCED": 409,
+    "WEBHOOK_DISABLED": 409,
     "PAYLOAD_TOO_LARGE": 413,
     "UNSUPPORTED_MEDIA_TYPE": 415,
+    "RATE_LIMITED": 429,
+    "QUOTA_EXCEEDED": 429,
     "INTERNAL": 500,
     "RUNTIME_ERROR": 500,
     "DATABASE_COMMAND_FAILED": 500,
@@ -65,6 +74,7 @@ ERROR_STATUS: dict[str, int] = {
     "PORT_NOT_LISTENING": 502,
     "INSUFFICIENT_CAPACITY": 503,
     "TEMPLATE_NOT_READY": 503,
+    "PTY_UNAVAILABLE": 503,
     "DATABASE_NOT_READY": 503,
     "SNAPSHOT_CORRUPT": 500,
     "SNAPSHOT_STORE_UNAVAILABLE": 502,
@@ -144,6 +154,19 @@ class NotReadyError(WarrenError):
     """503 ``TEMPLATE_NOT_READY`` or ``DATABASE_NOT_READY``."""
 
 
+class RateLimitError(WarrenError):
+    """429 ``QUOTA_EXCEEDED`` or ``RATE_LIMITED``: nothing was made; try again after ``retry_after``."""
+
+    @property
+    def retry_after(self) -> float | None:
+        """Seconds to wait before trying again, as the server said (``Retry-After``)."""
+        raw: object = self.details
+        if not isinstance(raw, dict):
+            return None
+        value = cast(dict[str, object], raw).get("retry_after_seconds")
+        return float(value) if isinstance(value, (int, float)) else None
+
+
 class WarrenConnectionError(WarrenError):
     """The API could not be reached, or the connection broke mid-stream (``CONNECTION_FAILED``)."""
 
@@ -160,6 +183,7 @@ _BY_STATUS: dict[int, type[WarrenError]] = {
     404: NotFoundError,
     409: ConflictError,
     422: TemplateBuildError,
+    429: RateLimitError,
     500: ServerError,
     502: UpstreamError,
 }

@@ -232,10 +232,18 @@ class TemplateLayer(TypedDict):
     size: int
 
 
+class TemplateBuildHint(TypedDict):
+    cli: str
+    api: str
+
+
 class Template(TypedDict):
     id: str
     name: str
-    state: Literal["ready", "building", "error"]
+    state: Literal["not_built", "building", "ready", "error"]
+    description: NotRequired[str]
+    build: NotRequired[TemplateBuildHint]
+    error: NotRequired[str]
     default_cpu: float
     default_memory_mb: int
     max_cpu: float
@@ -244,7 +252,7 @@ class Template(TypedDict):
     max_disk_mb: int
     rootfs_bytes: int
     snapshot_bytes: int
-    built_at: str
+    built_at: str | None
     source: NotRequired[Literal["builtin", "image", "recipe"]]
     base: NotRequired[str]
     layers: NotRequired[list[TemplateLayer]]

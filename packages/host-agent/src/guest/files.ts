@@ -1,6 +1,7 @@
 /** HostFileApi over a sandbox's guest channel: every path is a path inside the sandbox. */
 import { GUEST_PATHS, type FileInfo, type FileList, type HostFileApi } from '@warren/protocol';
 import type { GuestChannel } from './channel';
+import { watchFiles } from './watch';
 
 export function guestFiles(channelOf: (id: string) => GuestChannel): HostFileApi {
   return {
@@ -17,6 +18,7 @@ export function guestFiles(channelOf: (id: string) => GuestChannel): HostFileApi
       channelOf(id).json<FileInfo>({ method: 'POST', path: GUEST_PATHS.filesMkdir, json: req }),
     rename: (id, req) =>
       channelOf(id).json<FileInfo>({ method: 'POST', path: GUEST_PATHS.filesRename, json: req }),
+    watch: (id, path, o) => watchFiles(channelOf(id), path, o),
     async remove(id, path, recursive) {
       await channelOf(id).json({
         method: 'DELETE',

@@ -13,7 +13,7 @@ import type { HostContext } from '../context';
 import { GuestChannel } from '../guest/channel';
 import type { SandboxSpec } from '../runtime/driver';
 import { prepareDisk } from '../sandboxes/disk';
-import { BUILTIN_TEMPLATES, type TemplateRecord } from './catalog';
+import { officialRecipe, type TemplateRecord } from './catalog';
 import type { Progress } from './rootfs';
 import { startAndWaitReady, type BakeOptions } from './start';
 
@@ -93,7 +93,7 @@ export async function ensureBuiltin(
   progress: Progress,
   opts: { force?: boolean } = {},
 ): Promise<TemplateRecord> {
-  const recipe = BUILTIN_TEMPLATES[name];
+  const recipe = officialRecipe(name);
   if (!recipe) throw new WarrenError('TEMPLATE_NOT_FOUND', `no built-in template ${name}`);
   const guest = await ctx.guestBundle();
   const existing = await ctx.catalog.read(name);
@@ -105,23 +105,26 @@ export async function ensureBuiltin(
   ) {
     return existing;
   }
-  const rootfs = await ctx.catalog.ensureRootfs(recipe, progress);
-  progress(`baking snapshot of template ${name}`);
-  const started = Date.now();
-  const baked = await bake(
-    ctx,
-    rootfs,
-    recipe.maxCpu,
-    recipe.maxMemoryMb,
-    join(ctx.catalog.dir(name), 'snapshot.tmp'),
-    { env: recipe.env, cwd: recipe.workdir, start: recipe.start, ready: recipe.ready, progress },
-  );
-  const rec = await ctx.catalog.commit(
-    { ...recipe, buildMs: Date.now() - started },
-    baked.image,
-    baked.guestKey,
-    baked.runtimeVersion,
-  );
-  progress(`template ${name} ready (snapshot baked in ${Date.now() - started} ms)`);
-  return rec;
+  // One build of a name at a time; a failure shows as state `error` in the list.
+  return ctx.catalog.official.run(name, async () => {
+    const rootfs = await ctx.catalog.ensureRootfs(recipe, progress);
+    progress(`baking snapshot of template ${name}`);
+    const started = Date.now();
+    const baked = await bake(
+      ctx,
+      rootfs,
+      recipe.maxCpu,
+      recipe.maxMemoryMb,
+      join(ctx.catalog.dir(name), 'snapshot.tmp'),
+      { env: recipe.env, cwd: recipe.workdir, start: recipe.start, ready: recipe.ready, progress },
+    );
+    const rec = await ctx.catalog.commit(
+      { ...recipe, buildMs: Date.now() - started },
+      baked.image,
+      baked.guestKey,
+      baked.runtimeVersion,
+    );
+    progress(`template ${name} ready (snapshot baked in ${Date.now() - started} ms)`);
+    return rec;
+  });
 }

@@ -26,6 +26,7 @@ import type { GuestChannel } from '../guest/channel';
 import type { Baked } from './bake';
 import {
   checkTemplateName,
+  officialRecipe,
   type TemplateCatalog,
   type TemplateMeta,
   type TemplateRecord,
@@ -124,6 +125,11 @@ export class TemplateBuilder {
       throw new WarrenError('INVALID_REQUEST', 'steps need a base template, not an image');
     if (this.building.has(spec.name))
       throw new WarrenError('TEMPLATE_EXISTS', `template ${spec.name} is being built`);
+    if (!opts.replace && officialRecipe(spec.name))
+      throw new WarrenError(
+        'TEMPLATE_EXISTS',
+        `${spec.name} is the name of an official template (build it with POST /v1/templates/${spec.name}/rebuild)`,
+      );
     if (!opts.replace && (await this.host.catalog.read(spec.name)))
       throw new WarrenError('TEMPLATE_EXISTS', `template ${spec.name} already exists`);
     const base = spec.base ? await this.host.catalog.get(spec.base) : null;

@@ -10,7 +10,9 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { WarrenError, newId, type ReadyProbe, type Template } from '@warren/protocol';
+import { createHash } from 'node:crypto';
+import { ID_PREFIX, WarrenError, newId, type ReadyProbe, type Template } from '@warren/protocol';
+import { OfficialBuilds, notBuiltError } from './official';
 import { finishPostgresRoot } from './postgres-root';
 import { debootstrap, type Progress } from './rootfs';
 
@@ -37,6 +39,8 @@ export interface TemplateMeta {
 
 /** A built-in template: a Debian root made with debootstrap, then the same bake as any other. */
 export interface TemplateRecipe extends TemplateMeta {
+  /** What is in it, for the template list. */
+  description: string;
   suite: string;
   packages: string[];
   /**
@@ -62,7 +66,7 @@ export const DEFAULT_DISK_MB = 2048;
 export const MAX_DISK_MB = 20480;
 
 /** A template record's sizing fields from its metadata. */
-function sizing(meta: TemplateMeta) {
+export function sizing(meta: TemplateMeta) {
   return {
     default_cpu: meta.defaultCpu,
     default_memory_mb: meta.defaultMemoryMb,
@@ -77,6 +81,7 @@ function sizing(meta: TemplateMeta) {
 export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
   base: {
     name: 'base',
+    description: 'Debian 12 (bookworm) minimal with python3',
     suite: 'bookworm',
     packages: ['python3'],
     defaultCpu: 1,
@@ -89,6 +94,7 @@ export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
   // Built only when asked (WARREN_TEMPLATES or POST /v1/templates/<name>/rebuild).
   'code-interpreter': {
     name: 'code-interpreter',
+    description: 'Debian 12 with python3, numpy, pandas and matplotlib (MPLBACKEND=Agg)',
     suite: 'bookworm',
     packages: ['python3', 'python3-numpy', 'python3-pandas', 'python3-matplotlib'],
     defaultCpu: 1,
@@ -100,6 +106,8 @@ export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
   // Managed databases: Debian 13, a seed cluster made at build (postgres-root.ts).
   'postgres-17': {
     name: 'postgres-17',
+    description:
+      'Debian 13 with PostgreSQL 17, pgvector and PgBouncer: the template of managed databases',
     suite: 'trixie',
     packages: ['postgresql-17', 'postgresql-17-pgvector', 'pgbouncer'],
     defaultCpu: 1,
@@ -109,6 +117,11 @@ export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
     finish: finishPostgresRoot,
   },
 };
+
+/** The official template of that name (own keys only: not `constructor` and the like). */
+export function officialRecipe(name: string): TemplateRecipe | undefined {
+  return Object.hasOwn(BUILTIN_TEMPLATES, name) ? BUILTIN_TEMPLATES[name] : undefined;
+}
 
 export interface TemplateRecord extends Template {
   rootfs: string;
@@ -130,7 +143,18 @@ async function duBytes(dir: string): Promise<number> {
   return total;
 }
 
+/** Official templates keep one id from before their first build on (not random). */
+export function officialId(name: string): string {
+  const digest = createHash('sha256').update(`warren-official-template:${name}`).digest();
+  let out = '';
+  for (const b of digest.subarray(0, 16)) out += '0123456789abcdefghijklmnopqrstuvwxyz'[b % 36];
+  return `${ID_PREFIX.template}_${out}`;
+}
+
 export class TemplateCatalog {
+  /** Builds of official templates (their state while they are not on disk). */
+  readonly official = new OfficialBuilds();
+
   constructor(
     readonly root: string,
     private readonly mirror: string,
@@ -168,6 +192,11 @@ export class TemplateCatalog {
 
   async get(name: string): Promise<TemplateRecord> {
     const rec = await this.read(name);
+    if (!rec && officialRecipe(name)) {
+      if (this.official.isBuilding(name))
+        throw new WarrenError('TEMPLATE_NOT_READY', `template ${name} is building`);
+      throw notBuiltError(name, this.official.lastError(name));
+    }
     if (!rec)
       throw new WarrenError(
         'TEMPLATE_NOT_FOUND',
@@ -219,7 +248,7 @@ export class TemplateCatalog {
     await rm(snapshot, { recursive: true, force: true });
     await rename(bakedImage, snapshot);
     const rec: TemplateRecord = {
-      id: previous?.id ?? newId('template'),
+      id: previous?.id ?? (recipe.source ? newId('template') : officialId(recipe.name)),
       name: recipe.name,
       state: 'ready',
       ...sizing(recipe),

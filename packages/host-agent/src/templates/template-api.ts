@@ -17,13 +17,58 @@ import {
 } from '@warren/protocol';
 import type { HostContext } from '../context';
 import { ensureBuiltin } from './bake';
-import { BUILTIN_TEMPLATES, type TemplateRecord } from './catalog';
+import {
+  BUILTIN_TEMPLATES,
+  officialId,
+  officialRecipe,
+  sizing,
+  type TemplateCatalog,
+  type TemplateRecipe,
+  type TemplateRecord,
+} from './catalog';
+import { buildHint } from './official';
 import { TemplateBuilder, type BuildHost } from './builder';
 
 /** The API view of a template: its host-side paths and build keys stay internal. */
 function toApi(t: TemplateRecord): Template {
   const { rootfs, snapshot, guest_key, runtime_version, ...api } = t;
-  return api;
+  const recipe = officialRecipe(t.name);
+  if (!recipe || (t.source ?? 'builtin') !== 'builtin') return api;
+  return { ...api, description: recipe.description, build: buildHint(t.name) };
+}
+
+/** An official template that is not on disk: `not_built`, or `building` / `error` after a first build began. */
+function unbuilt(catalog: TemplateCatalog, recipe: TemplateRecipe): Template {
+  const error = catalog.official.lastError(recipe.name);
+  const state = catalog.official.isBuilding(recipe.name)
+    ? 'building'
+    : error
+      ? 'error'
+      : 'not_built';
+  return {
+    id: officialId(recipe.name),
+    name: recipe.name,
+    state,
+    description: recipe.description,
+    build: buildHint(recipe.name),
+    ...(state === 'error' && { error }),
+    ...sizing(recipe),
+    rootfs_bytes: 0,
+    snapshot_bytes: 0,
+    built_at: null,
+    source: 'builtin',
+    env: recipe.env ?? {},
+  };
+}
+
+/** The templates on disk and every official one, by name. */
+async function listAll(catalog: TemplateCatalog): Promise<Template[]> {
+  const built = await catalog.list();
+  const names = new Set(built.map((t) => t.name));
+  const missing = Object.values(BUILTIN_TEMPLATES).filter((r) => !names.has(r.name));
+  return [...built.map(toApi), ...missing.map((r) => unbuilt(catalog, r))].sort((a, b) =>
+    a.name.localeCompare(b.name),
+  );
 }
 
 function notFound(name: string): WarrenError {
@@ -54,10 +99,12 @@ export function hostTemplateApi(ctx: HostContext, host: BuildHost): HostTemplate
   const builder = new TemplateBuilder(host);
   const catalog = ctx.catalog;
   return {
-    list: async () => (await catalog.list()).map(toApi),
+    list: () => listAll(catalog),
     async get(name) {
       const rec = await catalog.read(name);
-      return rec ? toApi(rec) : null;
+      if (rec) return toApi(rec);
+      const recipe = officialRecipe(name);
+      return recipe ? unbuilt(catalog, recipe) : null;
     },
     async ensure(names, progress) {
       for (const name of await catalog.removeInterrupted())
@@ -68,6 +115,8 @@ export function hostTemplateApi(ctx: HostContext, host: BuildHost): HostTemplate
     async checkNew(name) {
       if (await catalog.read(name))
         throw new WarrenError('TEMPLATE_EXISTS', `template ${name} already exists`);
+      if (officialRecipe(name))
+        throw new WarrenError('TEMPLATE_EXISTS', `${name} is the name of an official template`);
     },
     async buildFromImage(name, image, o, progress) {
       const uploads = join(catalog.root, '.uploads');
@@ -105,11 +154,15 @@ export function hostTemplateApi(ctx: HostContext, host: BuildHost): HostTemplate
       const rec = await catalog.read(name);
       if (rec && rec.source !== undefined && rec.source !== 'builtin')
         return toApi(await builder.rebuild(rec, progress));
-      if (!BUILTIN_TEMPLATES[name]) throw notFound(name);
+      if (!officialRecipe(name)) throw notFound(name);
       return toApi(await ensureBuiltin(ctx, name, progress, { force: true }));
     },
     async remove(name) {
-      if (!(await catalog.read(name))) throw notFound(name);
+      if (!(await catalog.read(name))) {
+        if (officialRecipe(name))
+          throw new WarrenError('TEMPLATE_NOT_BUILT', `official template ${name} is not built`);
+        throw notFound(name);
+      }
       if (builder.isBuilding(name))
         throw new WarrenError('TEMPLATE_IN_USE', `template ${name} is being built`);
       await catalog.remove(name);

@@ -33,6 +33,8 @@ function memoryFiles(files: Map<string, string>): HostFileApi {
     stat: async (_id, path) => info(path),
     mkdir: async (_id, req) => info(req.path),
     rename: async (_id, req) => info(req.to),
+    // Archives never watch.
+    watch: () => Promise.reject(new Error('the archive does not watch files')),
     remove: async (_id, path) => void files.delete(path),
   };
 }

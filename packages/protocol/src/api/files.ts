@@ -59,3 +59,27 @@ export const RenameRequest = Type.Object(
   Strict,
 );
 export type RenameRequest = Static<typeof RenameRequest>;
+
+export const WatchQuery = Type.Object(
+  {
+    path: Type.String({ minLength: 1, maxLength: 4096, description: 'A directory.' }),
+    recursive: Type.Boolean({ default: false, description: 'Also watch every subdirectory.' }),
+  },
+  Strict,
+);
+export type WatchQuery = Static<typeof WatchQuery>;
+
+/** One line of GET /v1/sandboxes/:id/files/watch. */
+export const FileWatchEvent = Type.Object({
+  type: Type.Union([
+    Type.Literal('create'),
+    Type.Literal('write'),
+    Type.Literal('remove'),
+    Type.Literal('rename'),
+  ]),
+  path: Type.String({ description: 'Absolute path in the sandbox (the new one of a rename).' }),
+  old_path: Type.Optional(Type.String({ description: 'rename: where it was.' })),
+  is_dir: Type.Boolean(),
+  at: Type.String({ format: 'date-time' }),
+});
+export type FileWatchEvent = Static<typeof FileWatchEvent>;

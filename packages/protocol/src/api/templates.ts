@@ -17,10 +17,32 @@ export const ReadyProbe = Type.Object(
 );
 export type ReadyProbe = Static<typeof ReadyProbe>;
 
+/** How an official template is built: the CLI command and the API call (an admin key of the install). */
+export const TemplateBuildHint = Type.Object({
+  cli: Type.String({ description: 'e.g. `warren template rebuild code-interpreter`' }),
+  api: Type.String({ description: 'e.g. `POST /v1/templates/code-interpreter/rebuild`' }),
+});
+
 export const Template = Type.Object({
   id: Type.String(),
   name: Type.String(),
-  state: Type.Union([Type.Literal('ready'), Type.Literal('building'), Type.Literal('error')]),
+  state: Type.Union(
+    [
+      Type.Literal('not_built'),
+      Type.Literal('building'),
+      Type.Literal('ready'),
+      Type.Literal('error'),
+    ],
+    {
+      description:
+        '`not_built`: an official template this host has not built (see `build`); `building`: its first build runs; `error`: its last build failed (see `error`); `ready`: sandboxes start from it.',
+    },
+  ),
+  description: Type.Optional(Type.String({ description: 'Official templates: what is in it.' })),
+  build: Type.Optional(TemplateBuildHint),
+  error: Type.Optional(
+    Type.String({ description: 'Official templates in state `error`: why the last build failed.' }),
+  ),
   default_cpu: Type.Number(),
   default_memory_mb: Type.Integer(),
   max_cpu: Type.Number(),
@@ -29,7 +51,9 @@ export const Template = Type.Object({
   max_disk_mb: Type.Integer(),
   rootfs_bytes: Type.Integer(),
   snapshot_bytes: Type.Integer(),
-  built_at: Type.String({ format: 'date-time' }),
+  built_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'null while an official template is not built.',
+  }),
   source: Type.Optional(
     Type.Union([Type.Literal('builtin'), Type.Literal('image'), Type.Literal('recipe')]),
   ),

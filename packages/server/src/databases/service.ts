@@ -105,7 +105,15 @@ export class DatabaseService {
   /** Sizes over the template's maxima are refused before anything is made. */
   async checkSizes(req: { cpu?: number; memory_mb?: number }): Promise<void> {
     const t = await this.host.templates.get(DB_TEMPLATE);
-    if (!t) throw new WarrenError('TEMPLATE_NOT_FOUND', `template ${DB_TEMPLATE} is not built`);
+    if (!t) throw new WarrenError('TEMPLATE_NOT_FOUND', `template ${DB_TEMPLATE} does not exist`);
+    if (t.state === 'building')
+      throw new WarrenError('TEMPLATE_NOT_READY', `template ${DB_TEMPLATE} is building`);
+    if (t.state !== 'ready')
+      throw new WarrenError(
+        'TEMPLATE_NOT_BUILT',
+        `template ${DB_TEMPLATE} is not built on this host: build it with \`${t.build?.cli}\` or ${t.build?.api}`,
+        { template: DB_TEMPLATE, build: t.build },
+      );
     if ((req.cpu ?? 0) > t.max_cpu || (req.memory_mb ?? 0) > t.max_memory_mb)
       throw new WarrenError(
         'RESOURCES_OUT_OF_RANGE',

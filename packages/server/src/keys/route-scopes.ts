@@ -56,6 +56,7 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   'GET /v1/sandboxes/:id/files/stat': ['files'],
   'POST /v1/sandboxes/:id/files/mkdir': ['files'],
   'POST /v1/sandboxes/:id/files/rename': ['files'],
+  'GET /v1/sandboxes/:id/files/watch': ['files'],
 
   'POST /v1/sandboxes/:id/snapshots': ['snapshots'],
   'GET /v1/snapshots': ['snapshots'],
@@ -100,6 +101,11 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   // Outside /v1, so the access hooks leave it alone: its handler (routes/metrics.ts) checks this,
   // and that the key is of the install's organisation.
   'GET /metrics': ['admin'],
+  // MCP (routes/mcp.ts), outside /v1 too: any valid key; each tool call then goes through
+  // the /v1 routes with the caller's key, and needs what that route needs.
+  'POST /mcp': 'any',
+  'GET /mcp': 'any',
+  'DELETE /mcp': 'any',
   // Quotas: an organisation reads its own; the install's admin sets anyone's.
   'GET /v1/quotas': 'any',
   'GET /v1/orgs/:id/quotas': ['admin'],

@@ -1,22 +1,27 @@
 /** File routes: every byte goes through the guest agent; no route touches a host path. */
-import type { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import {
   FileInfo,
   FileList,
+  FileWatchEvent,
   IdParams,
   MkdirRequest,
   PathQuery,
   RemoveQuery,
   RenameRequest,
+  WatchQuery,
   WriteQuery,
   WriteResult,
   WarrenError,
 } from '@warren/protocol';
 import type { AppContext } from '../context';
 import { NoContent, errors } from './responses';
+
+/** Blank lines on a quiet watch stream (readers skip them). */
+const KEEPALIVE_MS = 25_000;
 
 const Bytes = Type.String({ format: 'binary', description: 'The file content' });
 
@@ -135,6 +140,58 @@ export const fileRoutes =
       },
       async (req) => {
         return ctx.guest.rename(req.principal!.orgId, req.params.id, req.body);
+      },
+    );
+
+    app.get(
+      '/v1/sandboxes/:id/files/watch',
+      {
+        schema: {
+          tags: ['files'],
+          summary:
+            'Watch a directory: create, write, remove and rename events as newline-delimited JSON until the client disconnects',
+          params: IdParams,
+          querystring: WatchQuery,
+          produces: ['application/x-ndjson'],
+          response: {
+            200: {
+              description:
+                'One FileWatchEvent a line; the answer starts once the watch is in place.',
+              content: { 'application/x-ndjson': { schema: FileWatchEvent } },
+            },
+            ...errors,
+          },
+        },
+      },
+      async (req, reply) => {
+        const stop = new AbortController();
+        const { path, recursive } = req.query;
+        const events = await ctx.guest.watch(req.principal!.orgId, req.params.id, path, {
+          recursive: recursive === true,
+          signal: stop.signal,
+        });
+        const out = new PassThrough();
+        // A blank line first, so the answer's headers go out now (the watch is in place), and
+        // another every KEEPALIVE_MS so proxies do not take a quiet watch for a dead one.
+        out.write('\n');
+        const keepalive = setInterval(() => out.write('\n'), KEEPALIVE_MS);
+        reply.raw.on('close', () => {
+          clearInterval(keepalive);
+          stop.abort();
+        });
+        void (async () => {
+          try {
+            for await (const e of events) out.write(`${JSON.stringify(e)}\n`);
+          } catch {
+            // the sandbox's agent went away: the stream ends, the client may watch again
+          }
+          clearInterval(keepalive);
+          out.end();
+        })();
+        return reply
+          .header('content-type', 'application/x-ndjson')
+          .header('cache-control', 'no-store')
+          .send(out as never);
       },
     );
 

@@ -12,11 +12,14 @@ export const quotaRoutes =
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
     /**
-     * The organisation, for the install's admin (others get MISSING_SCOPE, as
-     * for creating one); with `readOwn`, also an admin key of that organisation.
+     * The organisation, for the install's admin; with `readOwn`, also an admin key
+     * of that organisation. Another organisation does not exist for other keys
+     * (404, never 403); their own gets MISSING_SCOPE where only the install's admin may act.
      */
     async function adminOrg(p: Principal, id: string, readOwn = false): Promise<string> {
       if (readOwn && id === p.orgId) return id;
+      if (!p.installAdmin && id !== p.orgId)
+        throw new WarrenError('ORGANISATION_NOT_FOUND', `organisation ${id} does not exist`);
       if (!p.installAdmin)
         throw new WarrenError(
           'MISSING_SCOPE',

@@ -9,6 +9,7 @@ import type {
   ExecRequest,
   FileInfo,
   FileList,
+  FileWatchEvent,
   GuestProcessStart,
   HostApi,
   MkdirRequest,
@@ -113,6 +114,16 @@ export class SandboxGuest {
 
   async remove(orgId: string, id: string, path: string, recursive: boolean): Promise<void> {
     await this.host.files.remove(await this.use(orgId, id), path, recursive);
+  }
+
+  /** Watches a directory until `signal` aborts; FILE_NOT_FOUND / NOT_A_DIRECTORY first. */
+  async watch(
+    orgId: string,
+    id: string,
+    path: string,
+    o: { recursive: boolean; signal: AbortSignal },
+  ): Promise<AsyncIterable<FileWatchEvent>> {
+    return this.host.files.watch(await this.use(orgId, id), path, o);
   }
 
   /** A connection to a port in a sandbox already resolved by the caller (preview URLs). */

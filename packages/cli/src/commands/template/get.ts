@@ -29,9 +29,14 @@ export function register(template: Command, io: Io): void {
         ['snapshot', `${(t.snapshot_bytes / MiB).toFixed(1)} MiB`],
         [
           'built',
-          `${t.built_at}${t.build_ms !== undefined ? ` in ${(t.build_ms / 1000).toFixed(1)} s` : ''}`,
+          t.built_at
+            ? `${t.built_at}${t.build_ms !== undefined ? ` in ${(t.build_ms / 1000).toFixed(1)} s` : ''}`
+            : 'no',
         ],
       ];
+      if (t.description) rows.splice(1, 0, ['about', t.description]);
+      if (t.error) rows.push(['error', t.error]);
+      if (t.state !== 'ready' && t.build) rows.push(['build', `${t.build.cli} (${t.build.api})`]);
       if (t.workdir) rows.push(['workdir', t.workdir]);
       if (t.user) rows.push(['user', t.user]);
       if (t.start) rows.push(['start', JSON.stringify(t.start)]);

@@ -22,8 +22,12 @@ export function register(template: Command, io: Io): void {
         t.state,
         `${t.default_cpu} (max ${t.max_cpu})`,
         `${t.default_memory_mb} MB (max ${t.max_memory_mb})`,
-        relativeTime(t.built_at),
+        t.built_at ? relativeTime(t.built_at) : '-',
       ]);
       io.stdout.write(table(['NAME', 'STATE', 'CPU', 'MEMORY', 'BUILT'], rows));
+      // How to build what is not built, on stderr so the table stays parseable.
+      for (const t of items)
+        if (t.state !== 'ready' && t.state !== 'building' && t.build)
+          io.stderr.write(`${t.name} is ${t.state.replace('_', ' ')}: ${t.build.cli}\n`);
     });
 }

@@ -1,6 +1,6 @@
 /**
  * `warren template rebuild <name>`: builds a template again, streaming the log.
- * For an official template that was never built (code-interpreter, postgres-15) this builds it.
+ * For an official template that was never built (code-interpreter, postgres-17) this builds it.
  */
 import { rebuildTemplate } from '@warren/sdk';
 import type { Command } from 'commander';
