@@ -29,6 +29,7 @@ export async function startTestPlatform(
 ): Promise<TestPlatform> {
   const { keepHome, ...rest } = options;
   const home = rest.home ?? mkdtempSync('/tmp/wt-');
+  // A platform that fails to start leaves no state directory behind either.
   const platform = await startPlatform({
     home,
     host: '127.0.0.1',
@@ -41,6 +42,9 @@ export async function startTestPlatform(
     // A free port for the database front door: never collide with an install on 5433.
     dbPort: 0,
     ...rest,
+  }).catch((err: unknown) => {
+    if (!keepHome && !rest.home) rmSync(home, { recursive: true, force: true });
+    throw err;
   });
   const api: TestPlatform['api'] = (path, init = {}) => {
     const { json, token, ...req } = init;
