@@ -116,10 +116,17 @@ export class QuotaService {
   async admitSandbox(orgId: string, need: SandboxNeed, insert: () => Promise<void>): Promise<void> {
     await this.lock.run(orgId, async () => {
       const limits = await this.limits(orgId);
-      const use = await this.usage(orgId, limits);
-      if (need.counted) this.over(orgId, 'sandboxes', limits.sandboxes, use.sandboxes, 1);
-      this.over(orgId, 'memory_mb', limits.memory_mb, use.memory_mb, need.memoryMb);
-      this.over(orgId, 'disk_mb', limits.disk_mb, use.disk_mb, need.diskMb);
+      // Use is counted only against a limit that is set: unlimited organisations skip the queries.
+      if (
+        (need.counted && limits.sandboxes !== null) ||
+        limits.memory_mb !== null ||
+        limits.disk_mb !== null
+      ) {
+        const use = await this.usage(orgId, limits);
+        if (need.counted) this.over(orgId, 'sandboxes', limits.sandboxes, use.sandboxes, 1);
+        this.over(orgId, 'memory_mb', limits.memory_mb, use.memory_mb, need.memoryMb);
+        this.over(orgId, 'disk_mb', limits.disk_mb, use.disk_mb, need.diskMb);
+      }
       const bucket = bucketOf(limits);
       if (bucket) {
         const wait = this.buckets.waitSeconds(orgId, bucket);
@@ -139,9 +146,11 @@ export class QuotaService {
   async admitDatabase(orgId: string, diskMb: number, insert: () => Promise<void>): Promise<void> {
     await this.lock.run(orgId, async () => {
       const limits = await this.limits(orgId);
-      const use = await this.usage(orgId, limits);
-      this.over(orgId, 'databases', limits.databases, use.databases, 1);
-      this.over(orgId, 'disk_mb', limits.disk_mb, use.disk_mb, diskMb);
+      if (limits.databases !== null || limits.disk_mb !== null) {
+        const use = await this.usage(orgId, limits);
+        this.over(orgId, 'databases', limits.databases, use.databases, 1);
+        this.over(orgId, 'disk_mb', limits.disk_mb, use.disk_mb, diskMb);
+      }
       await insert();
     });
   }
