@@ -118,17 +118,20 @@ describe('auth, bad input, admission, TTL, OpenAPI, audit (real gVisor)', () => 
 
   it('reaps a sandbox whose TTL passed without activity; activity refreshes the TTL', async () => {
     const idle = await createSandbox(p, { template: 'base', ttl_seconds: 2, memory_mb: 128 });
-    const busy = await createSandbox(p, { template: 'base', ttl_seconds: 2, memory_mb: 128 });
+    // The busy one has a longer TTL so a slow sweep on a loaded machine cannot outlast
+    // it; it is used until well past its first deadline, which proves the refresh.
+    const busy = await createSandbox(p, { template: 'base', ttl_seconds: 5, memory_mb: 128 });
     try {
       const idleExpiry = Date.parse((await p.json(`/v1/sandboxes/${idle}`)).expires_at);
+      const busyExpiry = Date.parse((await p.json(`/v1/sandboxes/${busy}`)).expires_at);
       // Each exec is activity: the busy one is used every ~0.5 s (the time is spent in the
-      // sandbox) until the idle one is past its TTL.
+      // sandbox) until both first deadlines have passed.
       await waitFor(
         async () => {
           await exec(p, busy, { cmd: 'sleep', args: ['0.5'] });
-          return Date.now() > idleExpiry;
+          return Date.now() > Math.max(idleExpiry, busyExpiry + 500);
         },
-        { what: "the idle sandbox's TTL to pass", timeoutMs: 30_000, intervalMs: 0 },
+        { what: 'both first deadlines to pass', timeoutMs: 30_000, intervalMs: 0 },
       );
       // More than the TTL for the idle one, never for the busy one. The second sweep
       // surely starts after the wait (the first may join one already under way).

@@ -40,7 +40,7 @@ class Viewer {
     const viewer = new Viewer(ws);
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(viewer));
-      ws.once('error', reject);
+      ws.on('error', reject); // later errors end in 'close', which `closed` reports
       ws.once('unexpected-response', (_req, res) => {
         let body = '';
         res.on('data', (d: Buffer) => (body += d.toString()));

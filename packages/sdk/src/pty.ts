@@ -154,7 +154,9 @@ export class Pty {
     });
     return new Promise((resolve, reject) => {
       socket.once('open', () => resolve(conn));
-      socket.once('error', (err) =>
+      // `on`, not `once`: an error after the open (a reset connection) must not go
+      // unhandled; it is always followed by 'close', which `closed` reports.
+      socket.on('error', (err) =>
         reject(
           new WarrenConnectionError(`terminal WebSocket failed: ${err.message}`, { cause: err }),
         ),

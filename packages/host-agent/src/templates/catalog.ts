@@ -124,6 +124,8 @@ export function officialRecipe(name: string): TemplateRecipe | undefined {
 }
 
 export interface TemplateRecord extends Template {
+  /** The process running the build while the state is `building`. */
+  builder_pid?: number;
   rootfs: string;
   snapshot: string;
   guest_key: string;
@@ -141,6 +143,17 @@ async function duBytes(dir: string): Promise<number> {
   };
   await walk(dir).catch(() => undefined);
   return total;
+}
+
+/** Whether another process that is still alive is building (its pid recorded at the start). */
+function buildingElsewhere(pid: number | undefined): boolean {
+  if (pid === undefined || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Official templates keep one id from before their first build on (not random). */
@@ -299,6 +312,7 @@ export class TemplateCatalog {
         runtime_version: '',
       }),
       state: 'building',
+      builder_pid: process.pid,
     });
   }
 
@@ -308,11 +322,15 @@ export class TemplateCatalog {
     await rm(this.dir(name), { recursive: true, force: true });
   }
 
-  /** After a restart: builds that were cut off leave no half-made template behind. */
+  /**
+   * After a restart: builds that were cut off leave no half-made template behind.
+   * A build another live process is running (a second platform on the same
+   * templates directory) is not cut off and is left alone.
+   */
   async removeInterrupted(): Promise<string[]> {
     const removed: string[] = [];
     for (const rec of await this.list()) {
-      if (rec.state === 'building') {
+      if (rec.state === 'building' && !buildingElsewhere(rec.builder_pid)) {
         await this.remove(rec.name);
         removed.push(rec.name);
       }

@@ -31,7 +31,7 @@ import { TemplateBuilder, type BuildHost } from './builder';
 
 /** The API view of a template: its host-side paths and build keys stay internal. */
 function toApi(t: TemplateRecord): Template {
-  const { rootfs, snapshot, guest_key, runtime_version, ...api } = t;
+  const { rootfs, snapshot, guest_key, runtime_version, builder_pid, ...api } = t;
   const recipe = officialRecipe(t.name);
   if (!recipe || (t.source ?? 'builtin') !== 'builtin') return api;
   return { ...api, description: recipe.description, build: buildHint(t.name) };
