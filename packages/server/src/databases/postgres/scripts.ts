@@ -96,9 +96,14 @@ if alive "$D/postmaster.pid" postgres; then "$B/pg_ctl" reload -D "$D" -s; fi
 /**
  * As postgres, with bash: $1 seconds to wait, $2 PgBouncer's configuration.
  * Starts the server unless it runs (crash recovery or a restore's archive
- * recovery happen here), waits until it answers out of recovery, applies a
- * pending password, drops a finished restore's settings, then starts
- * PgBouncer unless it runs and waits until it listens.
+ * recovery happen here) and PgBouncer unless it runs, side by side; waits
+ * until the server answers out of recovery, applies a pending password, drops
+ * a finished restore's settings, then waits until PgBouncer listens.
+ *
+ * The server is started directly, not with `pg_ctl start -w`: pg_ctl first
+ * parses the configuration in a server process of its own and then polls in
+ * 100 ms steps, which costs more than half a second in a sandbox. Here the
+ * wait reads the status line of postmaster.pid with shell builtins.
  */
 export const START = `set -u
 ${COMMON}
@@ -111,23 +116,53 @@ old_server() {
   done
   return 1
 }
+# The postmaster's status into $st (postmaster.pid, line 8): starting, stopping, ready or standby.
+status() {
+  local -a l=()
+  mapfile -t l 2>/dev/null <"$D/postmaster.pid"
+  st=\${l[7]:-}
+}
+# nap <seconds>: a read that times out on a FIFO nobody writes to, instead of a
+# sleep process for every turn of the wait.
+f=/tmp/warren-pg-start.$$
+if mkfifo -m 0600 "$f" 2>/dev/null && exec 9<>"$f"; then
+  nap() { read -r -t "$1" -u 9 _ 2>/dev/null || :; }
+else
+  nap() { sleep "$1"; }
+fi
 [ -f "$D/PG_VERSION" ] || refuse "no database cluster in $D"
 [ -d "$S" ] && [ -w "$S" ] || refuse "$S is missing: not the postgres template?"
-rm -f ${ARCHIVE_STOP}
-if ! alive "$D/postmaster.pid" postgres; then
+# Every process started here costs milliseconds (far more on a busy host): one rm for all.
+stale=("$f" ${ARCHIVE_STOP})
+alive "$D/postmaster.pid" postgres && server=up || stale+=("$D/postmaster.pid")
+alive ${PGBOUNCER_PID} pgbouncer && bouncer=up || stale+=(${PGBOUNCER_PID})
+if [ -z "\${server:-}" ]; then
   # After a crash, processes of the old server may still be on their way out; the
   # new one would refuse their shared memory while they hold it.
-  while old_server && [ "$SECONDS" -lt 10 ]; do sleep 0.1; done
-  rm -f "$D/postmaster.pid"
-  mkdir -p "$D/log"
-  : >"$D/log/startup.log"
-  "$B/pg_ctl" start -D "$D" -l "$D/log/startup.log" -w -t "$1" -s >/dev/null 2>&1 ||
-    fail "postgres did not start"
+  while old_server && [ "$SECONDS" -lt 10 ]; do nap 0.1; done
 fi
+rm -f "\${stale[@]}"
+if [ -z "\${server:-}" ]; then
+  [ -d "$D/log" ] || mkdir -p "$D/log"
+  # In a session of its own, as pg_ctl does: it outlives this script.
+  setsid "$B/postgres" -D "$D" </dev/null >"$D/log/startup.log" 2>&1 &
+  pm=$!
+fi
+if [ -z "\${bouncer:-}" ]; then
+  printf '%s' "$2" >${PGBOUNCER_INI}
+  ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+  /usr/sbin/pgbouncer -d -q ${PGBOUNCER_INI} </dev/null >/dev/null 2>&1 ||
+    { tail -n 20 ${LOG_DIR}/pgbouncer.log >&2; fail "pgbouncer did not start"; }
+fi
+until status; [[ $st == ready* || $st == standby* ]]; do
+  [ -z "\${pm:-}" ] || kill -0 "$pm" 2>/dev/null || fail "postgres did not start"
+  [ "$SECONDS" -lt "$1" ] || fail "postgres did not start within $1 s"
+  nap 0.02
+done
 until [ "$("$B/psql" -X -At -h "$S" -d postgres -c 'select pg_is_in_recovery()' 2>/dev/null)" = f ]; do
   alive "$D/postmaster.pid" postgres || fail "postgres stopped before it was ready"
   [ "$SECONDS" -lt "$1" ] || fail "postgres was not out of recovery within $1 s"
-  sleep 0.1
+  nap 0.1
 done
 if [ -f ${PENDING_SECRET} ]; then
   read -r secret <${PENDING_SECRET}
@@ -139,16 +174,9 @@ if [ -f "$D/${RECOVERY_CONF}" ] && [ ! -f "$D/recovery.signal" ]; then
   rm -f "$D/${RECOVERY_CONF}"
   "$B/pg_ctl" reload -D "$D" -s
 fi
-put ${PGBOUNCER_INI} "$2"
-if ! alive ${PGBOUNCER_PID} pgbouncer; then
-  rm -f ${PGBOUNCER_PID}
-  ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-  /usr/sbin/pgbouncer -d -q ${PGBOUNCER_INI} </dev/null >/dev/null 2>&1 ||
-    { tail -n 20 ${LOG_DIR}/pgbouncer.log >&2; fail "pgbouncer did not start"; }
-fi
 until : 2>/dev/null <>/dev/tcp/127.0.0.1/${PGBOUNCER_PORT}; do
   [ "$SECONDS" -lt "$1" ] || { tail -n 20 ${LOG_DIR}/pgbouncer.log >&2; fail "pgbouncer is not listening"; }
-  sleep 0.05
+  nap 0.05
 done
 `;
 
