@@ -1,10 +1,11 @@
 /**
- * The store: every query Warren makes, over Kysely. The dialect is the only
- * part that differs between SQLite (embedded, single node) and PostgreSQL
- * (shared by many hosts, later); see ./open.ts.
+ * The store: every query Warren makes, over Kysely, on SQLite (embedded,
+ * single node) or PostgreSQL (WARREN_DATABASE_URL); see ./open.ts. What the
+ * two spell differently is in ./dialect.ts.
  */
-import { Kysely, Migrator, sql, type Dialect, type Selectable } from 'kysely';
+import { Kysely, Migrator, type Dialect, type Selectable } from 'kysely';
 import { WarrenError, type SandboxState } from '@warren/protocol';
+import { isPostgres, jsonHasPair } from './dialect';
 import { migrations } from './migrations';
 import {
   decodeSandbox,
@@ -185,11 +186,10 @@ export class Store {
   ): Promise<void> {
     const at = new Date().toISOString();
     const from = await this.db.transaction().execute(async (tx) => {
-      const current = await tx
-        .selectFrom('sandboxes')
-        .select('state')
-        .where('id', '=', id)
-        .executeTakeFirst();
+      // The row is locked until commit, so concurrent changes record their true from_state.
+      let read = tx.selectFrom('sandboxes').select('state').where('id', '=', id);
+      if (isPostgres(tx)) read = read.forUpdate();
+      const current = await read.executeTakeFirst();
       await tx
         .updateTable('sandboxes')
         .set({ ...extra, state: to })
@@ -222,9 +222,7 @@ export class Store {
     if (f.ids) q = q.where('id', 'in', f.ids.length ? f.ids : ['']);
     for (const [key, value] of Object.entries(f.metadata)) {
       // Keys are compared as values, never spliced into a JSON path.
-      q = q.where(
-        sql<boolean>`exists (select 1 from json_each(sandboxes.metadata) where key = ${key} and value = ${value})`,
-      );
+      q = q.where(jsonHasPair(this.db, 'sandboxes.metadata', key, value));
     }
     if (f.cursor) {
       const c = decodeCursor(f.cursor);
