@@ -52,9 +52,10 @@ export async function openPostgresStore(
     throw new Error(
       `WARREN_DATABASE_URL must be a postgres:// URL (postgres://user:password@host:port/database), not ${JSON.stringify(shown)}`,
     );
+  const max = options.maxConnections ?? 10;
   const pool = new pg.Pool({
     connectionString: url,
-    max: options.maxConnections ?? 10,
+    max,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     types: typeParsers,
     application_name: 'warren',
@@ -71,7 +72,7 @@ export async function openPostgresStore(
     const why = err instanceof Error && err.message ? err.message : String(err);
     throw new Error(`cannot open the PostgreSQL store at ${shown} (WARREN_DATABASE_URL): ${why}`);
   }
-  const store = new Store(new PostgresDialect({ pool }));
+  const store = new Store(new PostgresDialect({ pool }), max);
   try {
     await store.migrate();
   } catch (err) {

@@ -5,6 +5,7 @@
  */
 import { Kysely, Migrator, type Dialect, type Selectable } from 'kysely';
 import { WarrenError, type SandboxState } from '@warren/protocol';
+import { AdvisoryLocks } from './advisory';
 import { isPostgres, jsonHasPair } from './dialect';
 import { migrations } from './migrations';
 import {
@@ -55,8 +56,20 @@ export class Store {
   /** Told of each sandbox state change once it is committed (webhooks); its errors are its own. */
   onSandboxStateChange: ((change: SandboxStateChange) => Promise<void>) | null = null;
 
-  constructor(dialect: Dialect) {
+  private readonly locks: AdvisoryLocks;
+
+  /** `poolSize`: connections the dialect may open (PostgreSQL); half of them may hold locks. */
+  constructor(dialect: Dialect, poolSize = 1) {
     this.db = new Kysely<Database>({ dialect });
+    this.locks = new AdvisoryLocks(this.db, Math.max(1, Math.floor(poolSize / 2)));
+  }
+
+  /**
+   * Runs `fn` while no other control plane on this database runs work of the
+   * same key (./advisory.ts); callers still serialise within the process.
+   */
+  exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    return this.locks.run(key, fn);
   }
 
   async migrate(): Promise<void> {

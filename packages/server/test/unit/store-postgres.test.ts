@@ -1,16 +1,19 @@
 /**
  * The store on both databases: values keep their types (64-bit integers,
  * doubles, 0/1 flags, JSON text) and a duplicate name is VOLUME_EXISTS. On
- * PostgreSQL only, what SQLite's single writer gave for free: control planes
- * starting together migrate once, concurrent attaches of one volume let one
- * writer win, concurrent state changes record a true chain of from_state;
+ * PostgreSQL only, what SQLite's single writer (and one process's locks)
+ * gave for free: control planes starting together migrate once, concurrent
+ * attaches of one volume let one writer win, a quota of one admits one of
+ * two concurrent creates, concurrent state changes record a true chain;
  * and a bad WARREN_DATABASE_URL fails with one line naming the problem.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { newId, WarrenError } from '@warren/protocol';
 import { openPostgresStore } from '../../src/store/postgres';
+import { loadConfig } from '../../src/config';
 import { QuotaQueries } from '../../src/quotas/queries';
+import { QuotaService } from '../../src/quotas/service';
 import type { Store } from '../../src/store/store';
 import { UsageQueries } from '../../src/store/usage';
 import { VolumeQueries } from '../../src/store/volumes';
@@ -226,6 +229,38 @@ describe('store on PostgreSQL: several control planes on one database', () => {
       const exists = (await qa.get('org_a', 'shared')) !== undefined;
       assert.equal(exists, attach.status === 'fulfilled');
       assert.equal(held.length, attach.status === 'fulfilled' ? 1 : 0);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('admits one sandbox past a quota of one when two control planes create at once', async () => {
+    const [a, b] = await twoStores();
+    try {
+      const defaults = loadConfig({}).quotaDefaults;
+      const [qa, qb] = [new QuotaService(a, defaults), new QuotaService(b, defaults)];
+      await qa.setOverrides('org_a', { sandboxes: 1 });
+      const create = (q: QuotaService, store: Store, n: number) => {
+        const rec = sandboxRecord({ created_at: NOW });
+        return q.admitSandbox(
+          'org_a',
+          { id: rec.id, memoryMb: 128, diskMb: 0, counted: true },
+          // A round trip between the check and the record, where the other could slip in.
+          async () => {
+            await store.countTokens();
+            await store.insertSandbox(rec, `create ${n}`);
+          },
+        );
+      };
+      for (let round = 0; round < 5; round++) {
+        const results = await Promise.allSettled([create(qa, a, 1), create(qb, b, 2)]);
+        assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1, `round ${round}`);
+        const refused = results.find((r) => r.status === 'rejected');
+        assert.ok(refused && isCode('QUOTA_EXCEEDED')(refused.reason), String(refused?.reason));
+        const live = await a.sandboxesOnHost('host_test', ['running']);
+        assert.equal(live.length, 1);
+        await a.setState(live[0]!.id, 'stopped', 'next round');
+      }
     } finally {
       await Promise.all([a.close(), b.close()]);
     }
