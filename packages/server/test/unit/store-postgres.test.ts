@@ -15,6 +15,7 @@ import { loadConfig } from '../../src/config';
 import { QuotaQueries } from '../../src/quotas/queries';
 import { QuotaService } from '../../src/quotas/service';
 import type { Store } from '../../src/store/store';
+import { AuditQueries, type AuditFilter } from '../../src/store/audit';
 import { UsageQueries } from '../../src/store/usage';
 import { VolumeQueries } from '../../src/store/volumes';
 import { WebhookQueries } from '../../src/store/webhooks';
@@ -147,6 +148,34 @@ for (const kind of STORE_KINDS)
           net_rx_bytes: 2 ** 41,
           net_tx_bytes: 2,
         });
+
+        // Audit filters: an action prefix, a status range, a time window.
+        const audit = new AuditQueries(store.db);
+        for (const [action, status] of [
+          ['POST /v1/sandboxes', 201],
+          ['POST /v1/volumes', 409],
+          ['DELETE /v1/sandboxes/:id', 200],
+        ] as const)
+          await audit.insert({
+            at: NOW,
+            org_id: 'org_a',
+            actor: 'tok_x',
+            action,
+            resource_type: null,
+            resource_id: null,
+            status,
+            error_code: status >= 400 ? 'VOLUME_EXISTS' : null,
+            request_id: `req_${status}`,
+          });
+        const actions = async (f: AuditFilter) =>
+          (await audit.list('org_a', f, 10)).map((e) => e.action);
+        assert.deepEqual(await actions({ action: 'POST*' }), [
+          'POST /v1/volumes',
+          'POST /v1/sandboxes',
+        ]);
+        assert.deepEqual(await actions({ action: 'post*' }), [], 'actions are case-sensitive');
+        assert.deepEqual(await actions({ result: 'failure' }), ['POST /v1/volumes']);
+        assert.equal((await actions({ since: NOW, until: '2030-06-01T12:00:00.001Z' })).length, 3);
 
         const volumes = new VolumeQueries(store.db);
         await volumes.insert(volume('data'));
