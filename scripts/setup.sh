@@ -2,6 +2,7 @@
 # Installs what Warren needs on a Debian 12 host; safe to run again.
 #   - system packages (debootstrap, iproute2, gcc for the guest's spawner helper) via apt
 #     where missing
+#   - PostgreSQL 15's server binaries (postgresql), without a system cluster running
 #   - runsc (gVisor) 2024-07 from Debian 13's archive, kept in .state/bin
 #     without touching the system's apt configuration
 #   - npm dependencies
@@ -39,6 +40,27 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 apt_install debootstrap iproute2 ca-certificates curl jq gcc libc6-dev openssl e2fsprogs mount musl-tools postgresql-client util-linux python3-httpx python3-pytest
+
+# PostgreSQL 15's server binaries, for the PostgreSQL store's tests and for trying it on one
+# machine (packages/server/src/store/pg-local.ts runs private clusters as the postgres user).
+# The package would create, start and enable a system cluster: none is created, nothing is
+# started during the install (policy-rc.d), and the service is left disabled.
+if ! dpkg -s postgresql >/dev/null 2>&1; then
+  mkdir -p /etc/postgresql-common/createcluster.d
+  echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.d/warren-no-main.conf
+  policy=/usr/sbin/policy-rc.d
+  saved=""
+  if [ -e "$policy" ]; then saved=$(mktemp) && cp -p "$policy" "$saved"; fi
+  printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 0755 "$policy"
+  restore_policy() { if [ -n "$saved" ]; then mv "$saved" "$policy"; else rm -f "$policy"; fi; }
+  trap restore_policy EXIT
+  apt_install postgresql
+  restore_policy
+  trap - EXIT
+  if command -v systemctl >/dev/null 2>&1; then
+    systemctl disable --quiet postgresql.service >/dev/null 2>&1 || true
+  fi
+fi
 
 # gVisor: Debian 12's runsc (2022) cannot checkpoint a running sandbox reliably;
 # Debian 13's (2024-07) is a static binary that runs here too.

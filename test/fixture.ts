@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { execFileSync, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { startPlatform, type Platform, type StartOptions } from '@warren/server';
+import { startLocalPostgres, type LocalPostgres } from '../packages/server/src/store/pg-local';
 
 export const REPO = join(import.meta.dirname, '..');
 export const TEMPLATES_DIR = join(REPO, '.state/templates');
@@ -24,12 +25,27 @@ export interface TestPlatform extends Platform {
   stop(): Promise<void>;
 }
 
+/**
+ * WARREN_TEST_STORE=postgres runs a test file's platforms on the PostgreSQL
+ * store: each gets a private cluster (store/pg-local.ts), stopped and removed
+ * with the platform. Files that restart a platform on one home pass
+ * databaseUrl themselves.
+ */
+async function testStore(rest: StartOptions): Promise<LocalPostgres | null> {
+  if (rest.databaseUrl !== undefined || process.env.WARREN_TEST_STORE !== 'postgres') return null;
+  return startLocalPostgres({ unsafeNoFsync: true });
+}
+
 export async function startTestPlatform(
   options: StartOptions & { keepHome?: boolean } = {},
 ): Promise<TestPlatform> {
   const { keepHome, ...rest } = options;
   const home = rest.home ?? mkdtempSync('/tmp/wt-');
-  // A platform that fails to start leaves no state directory behind either.
+  const cluster = await testStore(rest).catch((err: unknown) => {
+    if (!keepHome && !rest.home) rmSync(home, { recursive: true, force: true });
+    throw err;
+  });
+  // A platform that fails to start leaves no state directory (or cluster) behind either.
   const platform = await startPlatform({
     home,
     host: '127.0.0.1',
@@ -41,8 +57,10 @@ export async function startTestPlatform(
     onProgress: () => undefined,
     // A free port for the database front door: never collide with an install on 5433.
     dbPort: 0,
+    ...(cluster && { databaseUrl: cluster.url }),
     ...rest,
-  }).catch((err: unknown) => {
+  }).catch(async (err: unknown) => {
+    await cluster?.stop();
     if (!keepHome && !rest.home) rmSync(home, { recursive: true, force: true });
     throw err;
   });
@@ -98,6 +116,7 @@ export async function startTestPlatform(
         // Loop mounts of sandbox disks and volumes a failed test left: never delete through them.
         unmountBelow(home);
         if (!keepHome) rmSync(home, { recursive: true, force: true });
+        await cluster?.stop();
       }
     },
   };

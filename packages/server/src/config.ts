@@ -11,6 +11,11 @@ export const REPO_ROOT = resolve(fileURLToPath(new URL('../../..', import.meta.u
 export interface Config extends AuthConfig {
   /** State directory: database, admin token, sandboxes, templates. */
   home: string;
+  /**
+   * The store in PostgreSQL (WARREN_DATABASE_URL, postgres://...); null keeps it in
+   * SQLite at $WARREN_HOME/warren.db.
+   */
+  databaseUrl: string | null;
   host: string;
   port: number;
   templatesDir: string;
@@ -142,6 +147,7 @@ export function loadConfig(
   const home = overrides.home ?? env.WARREN_HOME ?? join(env.HOME ?? '/root', '.warren');
   const config: Config = {
     home,
+    databaseUrl: env.WARREN_DATABASE_URL || null,
     // Loopback unless told otherwise: the API is plain HTTP unless WARREN_TLS* says otherwise.
     host: env.WARREN_HOST ?? '127.0.0.1',
     port: int(env.WARREN_PORT, 8080),

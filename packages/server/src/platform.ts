@@ -24,7 +24,7 @@ import { reconcileSandboxes } from './sandboxes/reconcile';
 import { SnapshotService } from './sandboxes/snapshots';
 import { IdleSweeps } from './sandboxes/sweeps';
 import { QuotaService } from './quotas/service';
-import { openSqliteStore } from './store/open';
+import { openStore } from './store/open';
 import { Sweeper } from './sweeper';
 import { loadApiTls } from './tls';
 import { TemplateService } from './template-service';
@@ -72,7 +72,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   checkHome(config.home);
   mkdirSync(config.home, { recursive: true, mode: 0o700 });
 
-  const store = await openSqliteStore(join(config.home, 'warren.db'));
+  const store = await openStore(config);
   const tokenFile = join(config.home, 'admin-token');
   const adminToken = await ensureAdminToken(store, tokenFile);
 

@@ -3,8 +3,10 @@
  * volumes and databases), databases, snapshot storage, and a token bucket of
  * sandbox creates. Limits are the install's defaults (WARREN_QUOTA_*) with the
  * organisation's overrides on top. A create checks and records itself under
- * one lock per organisation, so concurrent creates never overshoot; over a
- * quota it is QUOTA_EXCEEDED (429, Retry-After) and nothing is made.
+ * one lock per organisation (in this process, and on PostgreSQL an advisory
+ * lock that other control planes on the database honour too), so concurrent
+ * creates never overshoot; over a quota it is QUOTA_EXCEEDED (429,
+ * Retry-After) and nothing is made.
  */
 import {
   WarrenError,
@@ -49,7 +51,7 @@ const UNITS: Record<QuotaName, string> = {
 
 export class QuotaService {
   readonly queries: QuotaQueries;
-  private readonly lock = new KeyedLock();
+  private readonly orgLock = new KeyedLock();
   private readonly buckets = new CreateBuckets();
   /** Sizes of sandboxes being created whose record still holds 0 (the template's default). */
   private readonly pending = new Map<string, SandboxNeed>();
@@ -57,10 +59,15 @@ export class QuotaService {
   onQuotaExceeded: ((e: QuotaExceeded) => void) | null = null;
 
   constructor(
-    store: Store,
+    private readonly store: Store,
     private readonly defaults: QuotaLimits,
   ) {
     this.queries = new QuotaQueries(store.db);
+  }
+
+  /** One admission per organisation at a time, across every control plane on the store. */
+  private locked(orgId: string, fn: () => Promise<void>): Promise<void> {
+    return this.orgLock.run(orgId, () => this.store.exclusive(`quota:${orgId}`, fn));
   }
 
   async limits(orgId: string): Promise<QuotaLimits> {
@@ -114,7 +121,7 @@ export class QuotaService {
    * under the organisation's lock; call `settled(id)` once its create is over.
    */
   async admitSandbox(orgId: string, need: SandboxNeed, insert: () => Promise<void>): Promise<void> {
-    await this.lock.run(orgId, async () => {
+    await this.locked(orgId, async () => {
       const limits = await this.limits(orgId);
       // Use is counted only against a limit that is set: unlimited organisations skip the queries.
       if (
@@ -144,7 +151,7 @@ export class QuotaService {
 
   /** A new database of `diskMb`: the databases and disk quotas, then `insert` under the lock. */
   async admitDatabase(orgId: string, diskMb: number, insert: () => Promise<void>): Promise<void> {
-    await this.lock.run(orgId, async () => {
+    await this.locked(orgId, async () => {
       const limits = await this.limits(orgId);
       if (limits.databases !== null || limits.disk_mb !== null) {
         const use = await this.usage(orgId, limits);
@@ -157,7 +164,7 @@ export class QuotaService {
 
   /** A new volume of `sizeMb` against the disk quota, then `insert` under the lock. */
   async admitVolume(orgId: string, sizeMb: number, insert: () => Promise<void>): Promise<void> {
-    await this.lock.run(orgId, async () => {
+    await this.locked(orgId, async () => {
       const limits = await this.limits(orgId);
       if (limits.disk_mb !== null) {
         const use = await this.usage(orgId, limits);

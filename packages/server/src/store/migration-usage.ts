@@ -4,21 +4,23 @@
  * sandbox is known by, kept when its record is purged.
  */
 import type { Kysely, Migration } from 'kysely';
+import { columnTypes } from './dialect';
 
 export const usageMigration: Migration = {
   async up(db: Kysely<unknown>) {
+    const t = columnTypes(db);
     await db.schema
       .createTable('usage_sandboxes')
-      .addColumn('sandbox_id', 'text', (c) => c.primaryKey())
-      .addColumn('org_id', 'text', (c) => c.notNull())
-      .addColumn('template', 'text', (c) => c.notNull())
-      .addColumn('labels', 'text', (c) => c.notNull().defaultTo('{}'))
-      .addColumn('last_at', 'text', (c) => c.notNull())
-      .addColumn('last_started_at', 'text', (c) => c.notNull())
-      .addColumn('last_cpu_seconds', 'real', (c) => c.notNull())
-      .addColumn('last_memory_bytes', 'integer', (c) => c.notNull())
-      .addColumn('last_net_rx_bytes', 'integer', (c) => c.notNull())
-      .addColumn('last_net_tx_bytes', 'integer', (c) => c.notNull())
+      .addColumn('sandbox_id', t.text, (c) => c.primaryKey())
+      .addColumn('org_id', t.text, (c) => c.notNull())
+      .addColumn('template', t.text, (c) => c.notNull())
+      .addColumn('labels', t.text, (c) => c.notNull().defaultTo('{}'))
+      .addColumn('last_at', t.text, (c) => c.notNull())
+      .addColumn('last_started_at', t.text, (c) => c.notNull())
+      .addColumn('last_cpu_seconds', t.real, (c) => c.notNull())
+      .addColumn('last_memory_bytes', t.int, (c) => c.notNull())
+      .addColumn('last_net_rx_bytes', t.int, (c) => c.notNull())
+      .addColumn('last_net_tx_bytes', t.int, (c) => c.notNull())
       .execute();
     await db.schema
       .createIndex('usage_sandboxes_org')
@@ -27,16 +29,16 @@ export const usageMigration: Migration = {
       .execute();
     await db.schema
       .createTable('usage_samples')
-      .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
-      .addColumn('sandbox_id', 'text', (c) => c.notNull())
-      .addColumn('at', 'text', (c) => c.notNull())
-      .addColumn('interval_seconds', 'real', (c) => c.notNull())
-      .addColumn('cpu_seconds', 'real', (c) => c.notNull())
-      .addColumn('memory_bytes', 'integer', (c) => c.notNull())
-      .addColumn('memory_gb_seconds', 'real', (c) => c.notNull())
-      .addColumn('disk_bytes', 'integer')
-      .addColumn('net_rx_bytes', 'integer', (c) => c.notNull())
-      .addColumn('net_tx_bytes', 'integer', (c) => c.notNull())
+      .addColumn('id', t.int, t.serial)
+      .addColumn('sandbox_id', t.text, (c) => c.notNull())
+      .addColumn('at', t.text, (c) => c.notNull())
+      .addColumn('interval_seconds', t.real, (c) => c.notNull())
+      .addColumn('cpu_seconds', t.real, (c) => c.notNull())
+      .addColumn('memory_bytes', t.int, (c) => c.notNull())
+      .addColumn('memory_gb_seconds', t.real, (c) => c.notNull())
+      .addColumn('disk_bytes', t.int)
+      .addColumn('net_rx_bytes', t.int, (c) => c.notNull())
+      .addColumn('net_tx_bytes', t.int, (c) => c.notNull())
       .execute();
     await db.schema
       .createIndex('usage_samples_sandbox_at')
@@ -46,14 +48,14 @@ export const usageMigration: Migration = {
     await db.schema.createIndex('usage_samples_at').on('usage_samples').column('at').execute();
     await db.schema
       .createTable('usage_hours')
-      .addColumn('sandbox_id', 'text', (c) => c.notNull())
-      .addColumn('hour', 'text', (c) => c.notNull())
-      .addColumn('cpu_seconds', 'real', (c) => c.notNull())
-      .addColumn('memory_gb_seconds', 'real', (c) => c.notNull())
-      .addColumn('sandbox_seconds', 'real', (c) => c.notNull())
-      .addColumn('disk_bytes_peak', 'integer', (c) => c.notNull())
-      .addColumn('net_rx_bytes', 'integer', (c) => c.notNull())
-      .addColumn('net_tx_bytes', 'integer', (c) => c.notNull())
+      .addColumn('sandbox_id', t.text, (c) => c.notNull())
+      .addColumn('hour', t.text, (c) => c.notNull())
+      .addColumn('cpu_seconds', t.real, (c) => c.notNull())
+      .addColumn('memory_gb_seconds', t.real, (c) => c.notNull())
+      .addColumn('sandbox_seconds', t.real, (c) => c.notNull())
+      .addColumn('disk_bytes_peak', t.int, (c) => c.notNull())
+      .addColumn('net_rx_bytes', t.int, (c) => c.notNull())
+      .addColumn('net_tx_bytes', t.int, (c) => c.notNull())
       .addPrimaryKeyConstraint('usage_hours_pk', ['sandbox_id', 'hour'])
       .execute();
     await db.schema.createIndex('usage_hours_hour').on('usage_hours').column('hour').execute();

@@ -1,47 +1,50 @@
 /**
  * Schema migrations, applied in order by Kysely's Migrator. Written with the
- * schema builder so the PostgreSQL store (multi-node) can run the same ones.
- * Every resource table has org_id: tenancy is a filter, never a migration.
+ * schema builder and the column types of ./dialect.ts, so SQLite and
+ * PostgreSQL run the same ones. Every resource table has org_id: tenancy is a
+ * filter, never a migration.
  */
 import type { Kysely, Migration } from 'kysely';
+import { columnTypes, type DataTypeExpression } from './dialect';
 import { usageMigration } from './migration-usage';
 
 export const migrations: Record<string, Migration> = {
   '0001_initial': {
     async up(db: Kysely<unknown>) {
+      const t = columnTypes(db);
       await db.schema
         .createTable('organisations')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('name', 'text', (c) => c.notNull())
-        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('id', t.text, (c) => c.primaryKey())
+        .addColumn('name', t.text, (c) => c.notNull())
+        .addColumn('created_at', t.text, (c) => c.notNull())
         .execute();
       await db.schema
         .createTable('api_tokens')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('org_id', 'text', (c) => c.notNull().references('organisations.id'))
-        .addColumn('name', 'text', (c) => c.notNull())
-        .addColumn('token_hash', 'text', (c) => c.notNull().unique())
-        .addColumn('created_at', 'text', (c) => c.notNull())
-        .addColumn('last_used_at', 'text')
-        .addColumn('revoked_at', 'text')
+        .addColumn('id', t.text, (c) => c.primaryKey())
+        .addColumn('org_id', t.text, (c) => c.notNull().references('organisations.id'))
+        .addColumn('name', t.text, (c) => c.notNull())
+        .addColumn('token_hash', t.text, (c) => c.notNull().unique())
+        .addColumn('created_at', t.text, (c) => c.notNull())
+        .addColumn('last_used_at', t.text)
+        .addColumn('revoked_at', t.text)
         .execute();
       await db.schema
         .createTable('sandboxes')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('org_id', 'text', (c) => c.notNull().references('organisations.id'))
-        .addColumn('host_id', 'text', (c) => c.notNull())
-        .addColumn('template', 'text', (c) => c.notNull())
-        .addColumn('state', 'text', (c) => c.notNull())
-        .addColumn('cpu', 'real', (c) => c.notNull())
-        .addColumn('memory_mb', 'integer', (c) => c.notNull())
-        .addColumn('metadata', 'text', (c) => c.notNull().defaultTo('{}'))
-        .addColumn('env', 'text', (c) => c.notNull().defaultTo('{}'))
-        .addColumn('ttl_seconds', 'integer', (c) => c.notNull())
-        .addColumn('created_at', 'text', (c) => c.notNull())
-        .addColumn('last_activity_at', 'text', (c) => c.notNull())
-        .addColumn('expires_at', 'text', (c) => c.notNull())
-        .addColumn('stopped_at', 'text')
-        .addColumn('stop_reason', 'text')
+        .addColumn('id', t.text, (c) => c.primaryKey())
+        .addColumn('org_id', t.text, (c) => c.notNull().references('organisations.id'))
+        .addColumn('host_id', t.text, (c) => c.notNull())
+        .addColumn('template', t.text, (c) => c.notNull())
+        .addColumn('state', t.text, (c) => c.notNull())
+        .addColumn('cpu', t.real, (c) => c.notNull())
+        .addColumn('memory_mb', t.int, (c) => c.notNull())
+        .addColumn('metadata', t.text, (c) => c.notNull().defaultTo('{}'))
+        .addColumn('env', t.text, (c) => c.notNull().defaultTo('{}'))
+        .addColumn('ttl_seconds', t.int, (c) => c.notNull())
+        .addColumn('created_at', t.text, (c) => c.notNull())
+        .addColumn('last_activity_at', t.text, (c) => c.notNull())
+        .addColumn('expires_at', t.text, (c) => c.notNull())
+        .addColumn('stopped_at', t.text)
+        .addColumn('stop_reason', t.text)
         .execute();
       await db.schema
         .createIndex('sandboxes_org_created')
@@ -55,12 +58,12 @@ export const migrations: Record<string, Migration> = {
         .execute();
       await db.schema
         .createTable('sandbox_events')
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
-        .addColumn('sandbox_id', 'text', (c) => c.notNull())
-        .addColumn('at', 'text', (c) => c.notNull())
-        .addColumn('from_state', 'text')
-        .addColumn('to_state', 'text', (c) => c.notNull())
-        .addColumn('cause', 'text', (c) => c.notNull())
+        .addColumn('id', t.int, t.serial)
+        .addColumn('sandbox_id', t.text, (c) => c.notNull())
+        .addColumn('at', t.text, (c) => c.notNull())
+        .addColumn('from_state', t.text)
+        .addColumn('to_state', t.text, (c) => c.notNull())
+        .addColumn('cause', t.text, (c) => c.notNull())
         .execute();
       await db.schema
         .createIndex('sandbox_events_sandbox')
@@ -69,16 +72,16 @@ export const migrations: Record<string, Migration> = {
         .execute();
       await db.schema
         .createTable('audit_events')
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
-        .addColumn('at', 'text', (c) => c.notNull())
-        .addColumn('org_id', 'text')
-        .addColumn('actor', 'text')
-        .addColumn('action', 'text', (c) => c.notNull())
-        .addColumn('resource_type', 'text')
-        .addColumn('resource_id', 'text')
-        .addColumn('status', 'integer', (c) => c.notNull())
-        .addColumn('error_code', 'text')
-        .addColumn('request_id', 'text', (c) => c.notNull())
+        .addColumn('id', t.int, t.serial)
+        .addColumn('at', t.text, (c) => c.notNull())
+        .addColumn('org_id', t.text)
+        .addColumn('actor', t.text)
+        .addColumn('action', t.text, (c) => c.notNull())
+        .addColumn('resource_type', t.text)
+        .addColumn('resource_id', t.text)
+        .addColumn('status', t.int, (c) => c.notNull())
+        .addColumn('error_code', t.text)
+        .addColumn('request_id', t.text, (c) => c.notNull())
         .execute();
       await db.schema
         .createIndex('audit_events_org_at')
@@ -89,69 +92,73 @@ export const migrations: Record<string, Migration> = {
   },
   '0002_snapshots': {
     async up(db: Kysely<unknown>) {
+      const t = columnTypes(db);
       await db.schema
         .createTable('snapshots')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('org_id', 'text', (c) => c.notNull().references('organisations.id'))
-        .addColumn('host_id', 'text', (c) => c.notNull())
-        .addColumn('sandbox_id', 'text', (c) => c.notNull())
-        .addColumn('template', 'text', (c) => c.notNull())
-        .addColumn('cpu', 'real', (c) => c.notNull())
-        .addColumn('memory_mb', 'integer', (c) => c.notNull())
-        .addColumn('env', 'text', (c) => c.notNull().defaultTo('{}'))
-        .addColumn('size_bytes', 'integer', (c) => c.notNull())
-        .addColumn('parent_pause_ms', 'real', (c) => c.notNull())
-        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('id', t.text, (c) => c.primaryKey())
+        .addColumn('org_id', t.text, (c) => c.notNull().references('organisations.id'))
+        .addColumn('host_id', t.text, (c) => c.notNull())
+        .addColumn('sandbox_id', t.text, (c) => c.notNull())
+        .addColumn('template', t.text, (c) => c.notNull())
+        .addColumn('cpu', t.real, (c) => c.notNull())
+        .addColumn('memory_mb', t.int, (c) => c.notNull())
+        .addColumn('env', t.text, (c) => c.notNull().defaultTo('{}'))
+        .addColumn('size_bytes', t.int, (c) => c.notNull())
+        .addColumn('parent_pause_ms', t.real, (c) => c.notNull())
+        .addColumn('created_at', t.text, (c) => c.notNull())
         .execute();
-      await db.schema.alterTable('sandboxes').addColumn('parent_id', 'text').execute();
-      await db.schema.alterTable('sandboxes').addColumn('snapshot_id', 'text').execute();
+      await db.schema.alterTable('sandboxes').addColumn('parent_id', t.text).execute();
+      await db.schema.alterTable('sandboxes').addColumn('snapshot_id', t.text).execute();
     },
   },
   '0003_lifecycle': {
     async up(db: Kysely<unknown>) {
-      const add = (name: string, type: 'text' | 'integer', def: string | number) =>
+      const t = columnTypes(db);
+      const add = (name: string, type: DataTypeExpression, def: string | number) =>
         db.schema
           .alterTable('sandboxes')
           .addColumn(name, type, (c) => c.notNull().defaultTo(def))
           .execute();
-      await add('lineage', 'text', '[]');
-      await add('persistent', 'integer', 0);
-      await add('idle_timeout_seconds', 'integer', 300);
-      await add('fork_kind', 'text', '');
+      await add('lineage', t.text, '[]');
+      await add('persistent', t.int, 0);
+      await add('idle_timeout_seconds', t.int, 300);
+      await add('fork_kind', t.text, '');
       await db.schema
         .alterTable('snapshots')
-        .addColumn('lineage', 'text', (c) => c.notNull().defaultTo('[]'))
+        .addColumn('lineage', t.text, (c) => c.notNull().defaultTo('[]'))
         .execute();
     },
   },
   '0004_preview_urls': {
     async up(db: Kysely<unknown>) {
+      const t = columnTypes(db);
       await db.schema
         .alterTable('sandboxes')
-        .addColumn('preview_auth', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('preview_auth', t.int, (c) => c.notNull().defaultTo(0))
         .execute();
-      await db.schema.alterTable('sandboxes').addColumn('preview_token_hash', 'text').execute();
+      await db.schema.alterTable('sandboxes').addColumn('preview_token_hash', t.text).execute();
     },
   },
   '0005_network': {
     async up(db: Kysely<unknown>) {
+      const t = columnTypes(db);
       // JSON {policy, secrets}; secrets are as sensitive as env, and kept the same way.
-      await db.schema.alterTable('sandboxes').addColumn('network', 'text').execute();
-      await db.schema.alterTable('snapshots').addColumn('network', 'text').execute();
+      await db.schema.alterTable('sandboxes').addColumn('network', t.text).execute();
+      await db.schema.alterTable('snapshots').addColumn('network', t.text).execute();
       await db.schema
         .createTable('egress_events')
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
-        .addColumn('sandbox_id', 'text', (c) => c.notNull())
-        .addColumn('at', 'text', (c) => c.notNull())
-        .addColumn('protocol', 'text', (c) => c.notNull())
-        .addColumn('host', 'text', (c) => c.notNull())
-        .addColumn('port', 'integer', (c) => c.notNull())
-        .addColumn('address', 'text')
-        .addColumn('decision', 'text', (c) => c.notNull())
-        .addColumn('reason', 'text', (c) => c.notNull())
-        .addColumn('bytes_out', 'integer', (c) => c.notNull())
-        .addColumn('bytes_in', 'integer', (c) => c.notNull())
-        .addColumn('duration_ms', 'integer', (c) => c.notNull())
+        .addColumn('id', t.int, t.serial)
+        .addColumn('sandbox_id', t.text, (c) => c.notNull())
+        .addColumn('at', t.text, (c) => c.notNull())
+        .addColumn('protocol', t.text, (c) => c.notNull())
+        .addColumn('host', t.text, (c) => c.notNull())
+        .addColumn('port', t.int, (c) => c.notNull())
+        .addColumn('address', t.text)
+        .addColumn('decision', t.text, (c) => c.notNull())
+        .addColumn('reason', t.text, (c) => c.notNull())
+        .addColumn('bytes_out', t.int, (c) => c.notNull())
+        .addColumn('bytes_in', t.int, (c) => c.notNull())
+        .addColumn('duration_ms', t.int, (c) => c.notNull())
         .execute();
       await db.schema
         .createIndex('egress_events_sandbox')
@@ -162,23 +169,24 @@ export const migrations: Record<string, Migration> = {
   },
   '0006_volumes': {
     async up(db: Kysely<unknown>) {
+      const t = columnTypes(db);
       await db.schema
         .createTable('volumes')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('org_id', 'text', (c) => c.notNull().references('organisations.id'))
-        .addColumn('name', 'text', (c) => c.notNull())
-        .addColumn('host_id', 'text', (c) => c.notNull())
-        .addColumn('size_mb', 'integer', (c) => c.notNull())
-        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('id', t.text, (c) => c.primaryKey())
+        .addColumn('org_id', t.text, (c) => c.notNull().references('organisations.id'))
+        .addColumn('name', t.text, (c) => c.notNull())
+        .addColumn('host_id', t.text, (c) => c.notNull())
+        .addColumn('size_mb', t.int, (c) => c.notNull())
+        .addColumn('created_at', t.text, (c) => c.notNull())
         .addUniqueConstraint('volumes_org_name', ['org_id', 'name'])
         .execute();
       await db.schema
         .createTable('volume_attachments')
-        .addColumn('volume_id', 'text', (c) => c.notNull())
-        .addColumn('sandbox_id', 'text', (c) => c.notNull())
-        .addColumn('mount_path', 'text', (c) => c.notNull())
-        .addColumn('read_only', 'integer', (c) => c.notNull())
-        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('volume_id', t.text, (c) => c.notNull())
+        .addColumn('sandbox_id', t.text, (c) => c.notNull())
+        .addColumn('mount_path', t.text, (c) => c.notNull())
+        .addColumn('read_only', t.int, (c) => c.notNull())
+        .addColumn('created_at', t.text, (c) => c.notNull())
         .addPrimaryKeyConstraint('volume_attachments_pk', ['volume_id', 'sandbox_id'])
         .execute();
       await db.schema
@@ -186,50 +194,51 @@ export const migrations: Record<string, Migration> = {
         .on('volume_attachments')
         .column('sandbox_id')
         .execute();
-      await db.schema.alterTable('sandboxes').addColumn('disk_mb', 'integer').execute();
-      await db.schema.alterTable('snapshots').addColumn('disk_mb', 'integer').execute();
+      await db.schema.alterTable('sandboxes').addColumn('disk_mb', t.int).execute();
+      await db.schema.alterTable('snapshots').addColumn('disk_mb', t.int).execute();
       await db.schema
         .alterTable('sandboxes')
-        .addColumn('volumes', 'text', (c) => c.notNull().defaultTo('[]'))
+        .addColumn('volumes', t.text, (c) => c.notNull().defaultTo('[]'))
         .execute();
     },
   },
   '0007_databases': {
     async up(db: Kysely<unknown>) {
+      const t = columnTypes(db);
       await db.schema
         .createTable('databases')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('org_id', 'text', (c) => c.notNull().references('organisations.id'))
-        .addColumn('label', 'text', (c) => c.notNull())
-        .addColumn('state', 'text', (c) => c.notNull())
-        .addColumn('host_id', 'text', (c) => c.notNull())
-        .addColumn('sandbox_id', 'text', (c) => c.notNull())
-        .addColumn('volume_id', 'text', (c) => c.notNull())
-        .addColumn('cpu', 'real', (c) => c.notNull())
-        .addColumn('memory_mb', 'integer', (c) => c.notNull())
-        .addColumn('disk_mb', 'integer', (c) => c.notNull())
+        .addColumn('id', t.text, (c) => c.primaryKey())
+        .addColumn('org_id', t.text, (c) => c.notNull().references('organisations.id'))
+        .addColumn('label', t.text, (c) => c.notNull())
+        .addColumn('state', t.text, (c) => c.notNull())
+        .addColumn('host_id', t.text, (c) => c.notNull())
+        .addColumn('sandbox_id', t.text, (c) => c.notNull())
+        .addColumn('volume_id', t.text, (c) => c.notNull())
+        .addColumn('cpu', t.real, (c) => c.notNull())
+        .addColumn('memory_mb', t.int, (c) => c.notNull())
+        .addColumn('disk_mb', t.int, (c) => c.notNull())
         // As sensitive as a sandbox's env, and kept the same way.
-        .addColumn('password', 'text', (c) => c.notNull())
-        .addColumn('scale_to_zero_seconds', 'integer', (c) => c.notNull())
-        .addColumn('archive_timeout_seconds', 'integer', (c) => c.notNull())
-        .addColumn('epoch', 'integer', (c) => c.notNull())
-        .addColumn('parent_id', 'text')
-        .addColumn('restored_to', 'text')
-        .addColumn('metadata', 'text', (c) => c.notNull().defaultTo('{}'))
-        .addColumn('created_at', 'text', (c) => c.notNull())
-        .addColumn('last_archived_wal', 'text')
-        .addColumn('last_archived_at', 'text')
-        .addColumn('last_base_backup_at', 'text')
-        .addColumn('last_base_backup_lsn', 'text')
-        .addColumn('last_connection_at', 'text')
+        .addColumn('password', t.text, (c) => c.notNull())
+        .addColumn('scale_to_zero_seconds', t.int, (c) => c.notNull())
+        .addColumn('archive_timeout_seconds', t.int, (c) => c.notNull())
+        .addColumn('epoch', t.int, (c) => c.notNull())
+        .addColumn('parent_id', t.text)
+        .addColumn('restored_to', t.text)
+        .addColumn('metadata', t.text, (c) => c.notNull().defaultTo('{}'))
+        .addColumn('created_at', t.text, (c) => c.notNull())
+        .addColumn('last_archived_wal', t.text)
+        .addColumn('last_archived_at', t.text)
+        .addColumn('last_base_backup_at', t.text)
+        .addColumn('last_base_backup_lsn', t.text)
+        .addColumn('last_connection_at', t.text)
         .execute();
       await db.schema
         .createTable('database_events')
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
-        .addColumn('database_id', 'text', (c) => c.notNull())
-        .addColumn('at', 'text', (c) => c.notNull())
-        .addColumn('kind', 'text', (c) => c.notNull())
-        .addColumn('message', 'text', (c) => c.notNull())
+        .addColumn('id', t.int, t.serial)
+        .addColumn('database_id', t.text, (c) => c.notNull())
+        .addColumn('at', t.text, (c) => c.notNull())
+        .addColumn('kind', t.text, (c) => c.notNull())
+        .addColumn('message', t.text, (c) => c.notNull())
         .execute();
       await db.schema
         .createIndex('database_events_database')
@@ -238,55 +247,57 @@ export const migrations: Record<string, Migration> = {
         .execute();
       await db.schema
         .createTable('database_backups')
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
-        .addColumn('database_id', 'text', (c) => c.notNull())
-        .addColumn('epoch', 'integer', (c) => c.notNull())
-        .addColumn('key', 'text', (c) => c.notNull())
-        .addColumn('start_lsn', 'text', (c) => c.notNull())
-        .addColumn('at', 'text', (c) => c.notNull())
-        .addColumn('size', 'integer', (c) => c.notNull())
+        .addColumn('id', t.int, t.serial)
+        .addColumn('database_id', t.text, (c) => c.notNull())
+        .addColumn('epoch', t.int, (c) => c.notNull())
+        .addColumn('key', t.text, (c) => c.notNull())
+        .addColumn('start_lsn', t.text, (c) => c.notNull())
+        .addColumn('at', t.text, (c) => c.notNull())
+        .addColumn('size', t.int, (c) => c.notNull())
         .execute();
     },
   },
   '0008_keys': {
     async up(db: Kysely<unknown>) {
+      const t = columnTypes(db);
       // Tokens from before keys keep full rights: the admin token is the only one.
       await db.schema
         .alterTable('api_tokens')
-        .addColumn('scopes', 'text', (c) => c.notNull().defaultTo('["admin"]'))
+        .addColumn('scopes', t.text, (c) => c.notNull().defaultTo('["admin"]'))
         .execute();
-      await db.schema.alterTable('api_tokens').addColumn('prefix', 'text').execute();
-      await db.schema.alterTable('api_tokens').addColumn('sandbox_id', 'text').execute();
-      await db.schema.alterTable('api_tokens').addColumn('sandbox_labels', 'text').execute();
-      await db.schema.alterTable('api_tokens').addColumn('expires_at', 'text').execute();
-      await db.schema.alterTable('api_tokens').addColumn('created_by', 'text').execute();
+      await db.schema.alterTable('api_tokens').addColumn('prefix', t.text).execute();
+      await db.schema.alterTable('api_tokens').addColumn('sandbox_id', t.text).execute();
+      await db.schema.alterTable('api_tokens').addColumn('sandbox_labels', t.text).execute();
+      await db.schema.alterTable('api_tokens').addColumn('expires_at', t.text).execute();
+      await db.schema.alterTable('api_tokens').addColumn('created_by', t.text).execute();
       // Templates built through the API belong to the builder's organisation; others are official.
       await db.schema
         .createTable('template_owners')
-        .addColumn('name', 'text', (c) => c.primaryKey())
-        .addColumn('org_id', 'text', (c) => c.notNull())
-        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('name', t.text, (c) => c.primaryKey())
+        .addColumn('org_id', t.text, (c) => c.notNull())
+        .addColumn('created_at', t.text, (c) => c.notNull())
         .execute();
     },
   },
   '0009_webhooks': {
     async up(db: Kysely<unknown>) {
+      const t = columnTypes(db);
       await db.schema
         .createTable('webhook_endpoints')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('org_id', 'text', (c) => c.notNull().references('organisations.id'))
-        .addColumn('url', 'text', (c) => c.notNull())
-        .addColumn('description', 'text', (c) => c.notNull().defaultTo(''))
-        .addColumn('events', 'text', (c) => c.notNull().defaultTo('["*"]'))
+        .addColumn('id', t.text, (c) => c.primaryKey())
+        .addColumn('org_id', t.text, (c) => c.notNull().references('organisations.id'))
+        .addColumn('url', t.text, (c) => c.notNull())
+        .addColumn('description', t.text, (c) => c.notNull().defaultTo(''))
+        .addColumn('events', t.text, (c) => c.notNull().defaultTo('["*"]'))
         // The signing secret: needed in clear to sign, so kept like a sandbox's env.
-        .addColumn('secret', 'text', (c) => c.notNull())
-        .addColumn('previous_secret', 'text')
-        .addColumn('previous_secret_expires_at', 'text')
-        .addColumn('disabled_at', 'text')
-        .addColumn('disabled_reason', 'text')
-        .addColumn('failing_since', 'text')
-        .addColumn('created_at', 'text', (c) => c.notNull())
-        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .addColumn('secret', t.text, (c) => c.notNull())
+        .addColumn('previous_secret', t.text)
+        .addColumn('previous_secret_expires_at', t.text)
+        .addColumn('disabled_at', t.text)
+        .addColumn('disabled_reason', t.text)
+        .addColumn('failing_since', t.text)
+        .addColumn('created_at', t.text, (c) => c.notNull())
+        .addColumn('updated_at', t.text, (c) => c.notNull())
         .execute();
       await db.schema
         .createIndex('webhook_endpoints_org')
@@ -296,15 +307,15 @@ export const migrations: Record<string, Migration> = {
       // The outbox: one row per (event, endpoint), written when the event happens.
       await db.schema
         .createTable('webhook_outbox')
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
-        .addColumn('endpoint_id', 'text', (c) => c.notNull())
-        .addColumn('message_id', 'text', (c) => c.notNull())
-        .addColumn('event_type', 'text', (c) => c.notNull())
-        .addColumn('payload', 'text', (c) => c.notNull())
-        .addColumn('state', 'text', (c) => c.notNull())
-        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
-        .addColumn('next_attempt_at', 'integer', (c) => c.notNull())
-        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('id', t.int, t.serial)
+        .addColumn('endpoint_id', t.text, (c) => c.notNull())
+        .addColumn('message_id', t.text, (c) => c.notNull())
+        .addColumn('event_type', t.text, (c) => c.notNull())
+        .addColumn('payload', t.text, (c) => c.notNull())
+        .addColumn('state', t.text, (c) => c.notNull())
+        .addColumn('attempts', t.int, (c) => c.notNull().defaultTo(0))
+        .addColumn('next_attempt_at', t.int, (c) => c.notNull())
+        .addColumn('created_at', t.text, (c) => c.notNull())
         .execute();
       await db.schema
         .createIndex('webhook_outbox_due')
@@ -318,17 +329,17 @@ export const migrations: Record<string, Migration> = {
         .execute();
       await db.schema
         .createTable('webhook_attempts')
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
-        .addColumn('endpoint_id', 'text', (c) => c.notNull())
-        .addColumn('outbox_id', 'integer', (c) => c.notNull())
-        .addColumn('message_id', 'text', (c) => c.notNull())
-        .addColumn('event_type', 'text', (c) => c.notNull())
-        .addColumn('attempt', 'integer', (c) => c.notNull())
-        .addColumn('status_code', 'integer')
-        .addColumn('latency_ms', 'integer', (c) => c.notNull())
-        .addColumn('response', 'text', (c) => c.notNull())
-        .addColumn('error', 'text')
-        .addColumn('at', 'text', (c) => c.notNull())
+        .addColumn('id', t.int, t.serial)
+        .addColumn('endpoint_id', t.text, (c) => c.notNull())
+        .addColumn('outbox_id', t.int, (c) => c.notNull())
+        .addColumn('message_id', t.text, (c) => c.notNull())
+        .addColumn('event_type', t.text, (c) => c.notNull())
+        .addColumn('attempt', t.int, (c) => c.notNull())
+        .addColumn('status_code', t.int)
+        .addColumn('latency_ms', t.int, (c) => c.notNull())
+        .addColumn('response', t.text, (c) => c.notNull())
+        .addColumn('error', t.text)
+        .addColumn('at', t.text, (c) => c.notNull())
         .execute();
       await db.schema
         .createIndex('webhook_attempts_endpoint')
@@ -339,11 +350,12 @@ export const migrations: Record<string, Migration> = {
   },
   '0010_quotas': {
     async up(db: Kysely<unknown>) {
+      const t = columnTypes(db);
       await db.schema
         .createTable('org_quotas')
-        .addColumn('org_id', 'text', (c) => c.primaryKey())
-        .addColumn('overrides', 'text', (c) => c.notNull())
-        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .addColumn('org_id', t.text, (c) => c.primaryKey())
+        .addColumn('overrides', t.text, (c) => c.notNull())
+        .addColumn('updated_at', t.text, (c) => c.notNull())
         .execute();
     },
   },

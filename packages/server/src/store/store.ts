@@ -1,10 +1,12 @@
 /**
- * The store: every query Warren makes, over Kysely. The dialect is the only
- * part that differs between SQLite (embedded, single node) and PostgreSQL
- * (shared by many hosts, later); see ./open.ts.
+ * The store: every query Warren makes, over Kysely, on SQLite (embedded,
+ * single node) or PostgreSQL (WARREN_DATABASE_URL); see ./open.ts. What the
+ * two spell differently is in ./dialect.ts.
  */
-import { Kysely, Migrator, sql, type Dialect, type Selectable } from 'kysely';
+import { Kysely, Migrator, type Dialect, type Selectable } from 'kysely';
 import { WarrenError, type SandboxState } from '@warren/protocol';
+import { AdvisoryLocks } from './advisory';
+import { isPostgres, jsonHasPair } from './dialect';
 import { migrations } from './migrations';
 import {
   decodeSandbox,
@@ -54,8 +56,20 @@ export class Store {
   /** Told of each sandbox state change once it is committed (webhooks); its errors are its own. */
   onSandboxStateChange: ((change: SandboxStateChange) => Promise<void>) | null = null;
 
-  constructor(dialect: Dialect) {
+  private readonly locks: AdvisoryLocks;
+
+  /** `poolSize`: connections the dialect may open (PostgreSQL); half of them may hold locks. */
+  constructor(dialect: Dialect, poolSize = 1) {
     this.db = new Kysely<Database>({ dialect });
+    this.locks = new AdvisoryLocks(this.db, Math.max(1, Math.floor(poolSize / 2)));
+  }
+
+  /**
+   * Runs `fn` while no other control plane on this database runs work of the
+   * same key (./advisory.ts); callers still serialise within the process.
+   */
+  exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    return this.locks.run(key, fn);
   }
 
   async migrate(): Promise<void> {
@@ -185,11 +199,10 @@ export class Store {
   ): Promise<void> {
     const at = new Date().toISOString();
     const from = await this.db.transaction().execute(async (tx) => {
-      const current = await tx
-        .selectFrom('sandboxes')
-        .select('state')
-        .where('id', '=', id)
-        .executeTakeFirst();
+      // The row is locked until commit, so concurrent changes record their true from_state.
+      let read = tx.selectFrom('sandboxes').select('state').where('id', '=', id);
+      if (isPostgres(tx)) read = read.forUpdate();
+      const current = await read.executeTakeFirst();
       await tx
         .updateTable('sandboxes')
         .set({ ...extra, state: to })
@@ -222,9 +235,7 @@ export class Store {
     if (f.ids) q = q.where('id', 'in', f.ids.length ? f.ids : ['']);
     for (const [key, value] of Object.entries(f.metadata)) {
       // Keys are compared as values, never spliced into a JSON path.
-      q = q.where(
-        sql<boolean>`exists (select 1 from json_each(sandboxes.metadata) where key = ${key} and value = ${value})`,
-      );
+      q = q.where(jsonHasPair(this.db, 'sandboxes.metadata', key, value));
     }
     if (f.cursor) {
       const c = decodeCursor(f.cursor);

@@ -1,6 +1,7 @@
 /** Store queries of usage: samples, hourly totals, and the last counters of each sandbox. */
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { UsageFigures } from '@warren/protocol';
+import { greatest } from './dialect';
 import type { Database, UsageSampleTable, UsageSandboxTable } from './schema';
 
 export type UsageSandboxRow = Selectable<UsageSandboxTable>;
@@ -49,7 +50,11 @@ export class UsageQueries {
             cpu_seconds: sql`usage_hours.cpu_seconds + excluded.cpu_seconds`,
             memory_gb_seconds: sql`usage_hours.memory_gb_seconds + excluded.memory_gb_seconds`,
             sandbox_seconds: sql`usage_hours.sandbox_seconds + excluded.sandbox_seconds`,
-            disk_bytes_peak: sql`max(usage_hours.disk_bytes_peak, excluded.disk_bytes_peak)`,
+            disk_bytes_peak: greatest(
+              tx,
+              'usage_hours.disk_bytes_peak',
+              'excluded.disk_bytes_peak',
+            ),
             net_rx_bytes: sql`usage_hours.net_rx_bytes + excluded.net_rx_bytes`,
             net_tx_bytes: sql`usage_hours.net_tx_bytes + excluded.net_tx_bytes`,
           }),

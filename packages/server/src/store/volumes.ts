@@ -1,10 +1,13 @@
 /**
  * Store queries of volumes and their attachments. Attaching checks and
- * records in one transaction: SQLite runs one at a time, so two sandboxes
- * can never both win a writable attach.
+ * records in one transaction, so two sandboxes can never both win a writable
+ * attach: SQLite runs one transaction at a time; on PostgreSQL the volume's
+ * row is locked (SELECT ... FOR UPDATE) before its attachments are read, so
+ * attaches and deletes of one volume wait for each other, from any process.
  */
 import type { Kysely, Selectable } from 'kysely';
 import { WarrenError, type VolumeAttachment } from '@warren/protocol';
+import { isPostgres, isUniqueViolation } from './dialect';
 import type { Database, VolumeAttachmentTable, VolumeTable } from './schema';
 
 export type VolumeRow = Selectable<VolumeTable>;
@@ -17,7 +20,7 @@ export class VolumeQueries {
     try {
       await this.db.insertInto('volumes').values(row).execute();
     } catch (err) {
-      if (/UNIQUE/.test(String(err)))
+      if (isUniqueViolation(err))
         throw new WarrenError('VOLUME_EXISTS', `a volume named ${row.name} already exists`);
       throw err;
     }
@@ -58,6 +61,13 @@ export class VolumeQueries {
   /** Deletes the record unless something holds the volume (VOLUME_IN_USE). */
   async deleteUnattached(volume: VolumeRow): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
+      if (isPostgres(tx))
+        await tx
+          .selectFrom('volumes')
+          .select('id')
+          .where('id', '=', volume.id)
+          .forUpdate()
+          .execute();
       const held = await tx
         .selectFrom('volume_attachments')
         .select('sandbox_id')
@@ -80,6 +90,20 @@ export class VolumeQueries {
   async attach(orgId: string, sandboxId: string, reqs: VolumeAttachment[]): Promise<VolumeRow[]> {
     return this.db.transaction().execute(async (tx) => {
       const out: VolumeRow[] = [];
+      // All rows locked at once, in name order: two attaches of the same volumes cannot deadlock.
+      if (isPostgres(tx) && reqs.length > 0)
+        await tx
+          .selectFrom('volumes')
+          .select('id')
+          .where('org_id', '=', orgId)
+          .where(
+            'name',
+            'in',
+            reqs.map((r) => r.name),
+          )
+          .orderBy('name')
+          .forUpdate()
+          .execute();
       for (const req of reqs) {
         const vol = await tx
           .selectFrom('volumes')

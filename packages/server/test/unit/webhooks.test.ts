@@ -8,13 +8,11 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { WarrenError, type HostApi, type Template } from '@warren/protocol';
 import { loadConfig } from '../../src/config';
 import { SandboxLifecycle } from '../../src/sandboxes/lifecycle';
 import { IdleSweeps } from '../../src/sandboxes/sweeps';
-import { openSqliteStore } from '../../src/store/open';
 import type { Store } from '../../src/store/store';
 import { VolumeService } from '../../src/volume-service';
 import { causeOf } from '../../src/webhooks/cause';
@@ -24,6 +22,9 @@ import { reportedState, sandboxEvents } from '../../src/webhooks/sandbox-events'
 import { RETRY_SCHEDULE_MS, retryDelay } from '../../src/webhooks/schedule';
 import { WebhookService } from '../../src/webhooks/service';
 import { sandboxRecord } from './records';
+import { openTestStore, STORE_KINDS, useTestStores } from './stores';
+
+useTestStores();
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -120,207 +121,208 @@ describe('webhook causes', () => {
   });
 });
 
-describe('webhook events and dispatcher (real store, loopback receiver)', () => {
-  const dir = mkdtempSync('/tmp/wwh-');
-  const got: { headers: Record<string, string>; body: string }[] = [];
-  let open = 0;
-  let mostOpen = 0;
-  let failFirst = 0;
-  let answerAfterMs = 20;
-  const server = createServer((req, res) => {
-    open++;
-    mostOpen = Math.max(mostOpen, open);
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      got.push({
-        headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)])),
-        body: Buffer.concat(chunks).toString(),
+for (const kind of STORE_KINDS)
+  describe(`webhook events and dispatcher (real store, loopback receiver) on ${kind}`, () => {
+    const dir = mkdtempSync('/tmp/wwh-');
+    const got: { headers: Record<string, string>; body: string }[] = [];
+    let open = 0;
+    let mostOpen = 0;
+    let failFirst = 0;
+    let answerAfterMs = 20;
+    const server = createServer((req, res) => {
+      open++;
+      mostOpen = Math.max(mostOpen, open);
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        got.push({
+          headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)])),
+          body: Buffer.concat(chunks).toString(),
+        });
+        // Slow enough that a second delivery would overlap if one were started.
+        setTimeout(() => {
+          open--;
+          res.writeHead(failFirst-- > 0 ? 500 : 200).end();
+        }, answerAfterMs);
       });
-      // Slow enough that a second delivery would overlap if one were started.
-      setTimeout(() => {
-        open--;
-        res.writeHead(failFirst-- > 0 ? 500 : 200).end();
-      }, answerAfterMs);
     });
-  });
-  let store: Store;
-  let webhooks: WebhookService;
-  let lifecycle: SandboxLifecycle;
-  const calls: string[] = [];
-  const host = {
-    id: 'host_test',
-    sandboxes: { destroy: async (id: string) => void calls.push(`destroy ${id}`) },
-  } as unknown as HostApi;
-  const settings = {
-    timeoutMs: 2000,
-    disableAfterMs: 60_000,
-    secretGraceMs: 1000,
-    pollMs: 50,
-    retentionMs: 3600_000,
-  };
+    let store: Store;
+    let webhooks: WebhookService;
+    let lifecycle: SandboxLifecycle;
+    const calls: string[] = [];
+    const host = {
+      id: 'host_test',
+      sandboxes: { destroy: async (id: string) => void calls.push(`destroy ${id}`) },
+    } as unknown as HostApi;
+    const settings = {
+      timeoutMs: 2000,
+      disableAfterMs: 60_000,
+      secretGraceMs: 1000,
+      pollMs: 50,
+      retentionMs: 3600_000,
+    };
 
-  before(async () => {
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    store = await openSqliteStore(join(dir, 'warren.db'));
-    await store.ensureOrganisation('org_a', 'a');
-    webhooks = new WebhookService(store, { ...settings, retryScale: 0.05 }, console);
-    sandboxEvents(store, webhooks, console);
-    const config = loadConfig({}, { home: dir });
-    lifecycle = new SandboxLifecycle(
-      store,
-      host,
-      config,
-      new VolumeService(store, host, config),
-      Date.now,
-    );
-  });
-  after(async () => {
-    await webhooks.dispatcher.stop();
-    await store.close();
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  it('turns a TTL reap and a lost sandbox into events with their cause, one delivery at a time', async () => {
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-    const ep = await webhooks.create('org_a', { url, events: ['sandbox.*'] });
-    const past = new Date(Date.now() - 3600_000).toISOString();
-    const expired = sandboxRecord({ created_at: past });
-    const lost = sandboxRecord({
-      created_at: past,
-      expires_at: new Date(Date.now() + 3600_000).toISOString(),
-    });
-    await store.insertSandbox(expired, 'test');
-    await store.insertSandbox(lost, 'test');
-    const sweeps = new IdleSweeps(store, host, loadConfig({}, { home: dir }), lifecycle);
-    assert.deepEqual(await sweeps.reapExpired(), [expired.id]);
-    await lifecycle.stopped(lost.id, 'lost'); // what reconcile does for a sandbox gone from its host
-    // Both first attempts fail: a message waiting for its retry does not hold back the next one.
-    failFirst = 2;
-    webhooks.dispatcher.start();
-    const deadline = Date.now() + 10_000;
-    const logged = () => webhooks.deliveries('org_a', ep.id, 10);
-    while ((await logged()).length < 4 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 20));
-    const events = got.map((g) => new Webhook(ep.secret).verify(g.body, g.headers) as Json);
-    assert.deepEqual(
-      events.map((e) => [e.data.sandbox.id, e.data.state, e.data.cause.kind]),
-      [
-        [expired.id, 'stopped', 'ttl'],
-        [lost.id, 'lost', 'host_lost'],
-        [expired.id, 'stopped', 'ttl'],
-        [lost.id, 'lost', 'host_lost'],
-      ],
-    );
-    assert.equal(mostOpen, 1, 'one delivery at a time per endpoint');
-    const log = await logged();
-    assert.deepEqual(log.map((d) => [d.attempt, d.status_code]).reverse(), [
-      [1, 500],
-      [1, 500],
-      [2, 200],
-      [2, 200],
-    ]);
-  });
-  it('waits for a slow delivery without polling while the next message is due', async () => {
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/slow`;
-    const ep = await webhooks.create('org_a', { url, events: ['quota.exceeded'] });
-    answerAfterMs = 500;
-    const before = got.length;
-    let passes = 0;
-    const due = webhooks.q.due.bind(webhooks.q);
-    webhooks.q.due = (now) => (passes++, due(now));
-    try {
-      await webhooks.emit('org_a', 'quota.exceeded', { n: 1 });
-      await webhooks.emit('org_a', 'quota.exceeded', { n: 2 });
-      while (got.length < before + 2) await new Promise((r) => setTimeout(r, 20));
-      // Two deliveries of 500 ms: a pass per event, per delivery's end, and the 50 ms poll at most.
-      assert.ok(passes < 30, `${passes} passes`);
-    } finally {
-      webhooks.q.due = due;
-      answerAfterMs = 20;
-    }
-    await webhooks.remove('org_a', ep.id);
-  });
-
-  it('reports template builds: built, failed once started, nothing for a refused request', async () => {
-    const ep = await webhooks.create('org_a', {
-      url: 'http://127.0.0.1:9/discard', // refused: only the outbox is looked at
-      events: ['template.*'],
-    });
-    const quiet = { warn: () => undefined };
-    const run = (build: (progress: (l: string) => void) => Promise<Template>) =>
-      reportBuild(webhooks, quiet, 'org_a', 'tpl-x', build)(() => undefined);
-    const built = { name: 'tpl-x' } as Template;
-    await run(async (progress) => (progress('step 1'), built));
-    const refused = new WarrenError('TEMPLATE_EXISTS', 'exists');
-    await assert.rejects(run(async () => Promise.reject(refused)));
-    const failed = new WarrenError('TEMPLATE_BUILD_FAILED', 'step 2 failed');
-    await assert.rejects(run(async (progress) => (progress('step 1'), Promise.reject(failed))));
-    await new Promise((r) => setTimeout(r, 50)); // emits are not awaited by the build
-    const rows = await store.db
-      .selectFrom('webhook_outbox')
-      .select('payload')
-      .where('endpoint_id', '=', ep.id)
-      .orderBy('id')
-      .execute();
-    const events = rows.map((r) => JSON.parse(r.payload) as Json);
-    assert.deepEqual(
-      events.map((e) => [e.type, e.data.template.name, e.data.error?.code]),
-      [
-        ['template.built', 'tpl-x', undefined],
-        ['template.failed', 'tpl-x', 'TEMPLATE_BUILD_FAILED'],
-      ],
-    );
-    await webhooks.remove('org_a', ep.id);
-  });
-
-  it('reports databases without their credentials', async () => {
-    const ep = await webhooks.create('org_a', {
-      url: 'http://127.0.0.1:9/discard',
-      events: ['database.*'],
-    });
-    const db = {
-      id: 'db_x',
-      label: 'app',
-      password: 'hunter2',
-      connection_url: 'postgresql://app:hunter2@h/app',
-      pooled_url: 'postgresql://app:hunter2@h:6432/app',
-    } as unknown as Parameters<typeof reportDatabase>[3];
-    const req = { principal: { orgId: 'org_a' }, log: { warn: () => undefined } };
-    reportDatabase({ webhooks }, req, 'database.restored', db, { source_id: 'db_parent' });
-    await new Promise((r) => setTimeout(r, 50));
-    const row = await store.db
-      .selectFrom('webhook_outbox')
-      .select('payload')
-      .where('endpoint_id', '=', ep.id)
-      .executeTakeFirstOrThrow();
-    assert.doesNotMatch(row.payload, /hunter2/);
-    const event = JSON.parse(row.payload) as Json;
-    assert.deepEqual(
-      [event.type, event.data.database, event.data.source_id],
-      ['database.restored', { id: 'db_x', label: 'app' }, 'db_parent'],
-    );
-    await webhooks.remove('org_a', ep.id);
-  });
-
-  it('purges finished messages and attempts past the retention, never pending ones', async () => {
-    const count = async (table: 'webhook_outbox' | 'webhook_attempts') =>
-      Number(
-        (
-          await store.db
-            .selectFrom(table)
-            .select((e) => e.fn.countAll().as('n'))
-            .executeTakeFirstOrThrow()
-        ).n,
+    before(async () => {
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      store = await openTestStore(kind);
+      await store.ensureOrganisation('org_a', 'a');
+      webhooks = new WebhookService(store, { ...settings, retryScale: 0.05 }, console);
+      sandboxEvents(store, webhooks, console);
+      const config = loadConfig({}, { home: dir });
+      lifecycle = new SandboxLifecycle(
+        store,
+        host,
+        config,
+        new VolumeService(store, host, config),
+        Date.now,
       );
-    assert.ok((await count('webhook_attempts')) > 0);
-    await webhooks.q.purge(new Date(Date.now() - 3600_000).toISOString());
-    assert.ok((await count('webhook_attempts')) > 0, 'recent ones are kept');
-    await webhooks.q.purge(new Date(Date.now() + 1000).toISOString());
-    assert.equal(await count('webhook_attempts'), 0);
-    const left = await store.db.selectFrom('webhook_outbox').select('state').execute();
-    assert.ok(left.every((r) => r.state === 'pending'));
+    });
+    after(async () => {
+      await webhooks.dispatcher.stop();
+      await store.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('turns a TTL reap and a lost sandbox into events with their cause, one delivery at a time', async () => {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      const ep = await webhooks.create('org_a', { url, events: ['sandbox.*'] });
+      const past = new Date(Date.now() - 3600_000).toISOString();
+      const expired = sandboxRecord({ created_at: past });
+      const lost = sandboxRecord({
+        created_at: past,
+        expires_at: new Date(Date.now() + 3600_000).toISOString(),
+      });
+      await store.insertSandbox(expired, 'test');
+      await store.insertSandbox(lost, 'test');
+      const sweeps = new IdleSweeps(store, host, loadConfig({}, { home: dir }), lifecycle);
+      assert.deepEqual(await sweeps.reapExpired(), [expired.id]);
+      await lifecycle.stopped(lost.id, 'lost'); // what reconcile does for a sandbox gone from its host
+      // Both first attempts fail: a message waiting for its retry does not hold back the next one.
+      failFirst = 2;
+      webhooks.dispatcher.start();
+      const deadline = Date.now() + 10_000;
+      const logged = () => webhooks.deliveries('org_a', ep.id, 10);
+      while ((await logged()).length < 4 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      const events = got.map((g) => new Webhook(ep.secret).verify(g.body, g.headers) as Json);
+      assert.deepEqual(
+        events.map((e) => [e.data.sandbox.id, e.data.state, e.data.cause.kind]),
+        [
+          [expired.id, 'stopped', 'ttl'],
+          [lost.id, 'lost', 'host_lost'],
+          [expired.id, 'stopped', 'ttl'],
+          [lost.id, 'lost', 'host_lost'],
+        ],
+      );
+      assert.equal(mostOpen, 1, 'one delivery at a time per endpoint');
+      const log = await logged();
+      assert.deepEqual(log.map((d) => [d.attempt, d.status_code]).reverse(), [
+        [1, 500],
+        [1, 500],
+        [2, 200],
+        [2, 200],
+      ]);
+    });
+    it('waits for a slow delivery without polling while the next message is due', async () => {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/slow`;
+      const ep = await webhooks.create('org_a', { url, events: ['quota.exceeded'] });
+      answerAfterMs = 500;
+      const before = got.length;
+      let passes = 0;
+      const due = webhooks.q.due.bind(webhooks.q);
+      webhooks.q.due = (now) => (passes++, due(now));
+      try {
+        await webhooks.emit('org_a', 'quota.exceeded', { n: 1 });
+        await webhooks.emit('org_a', 'quota.exceeded', { n: 2 });
+        while (got.length < before + 2) await new Promise((r) => setTimeout(r, 20));
+        // Two deliveries of 500 ms: a pass per event, per delivery's end, and the 50 ms poll at most.
+        assert.ok(passes < 30, `${passes} passes`);
+      } finally {
+        webhooks.q.due = due;
+        answerAfterMs = 20;
+      }
+      await webhooks.remove('org_a', ep.id);
+    });
+
+    it('reports template builds: built, failed once started, nothing for a refused request', async () => {
+      const ep = await webhooks.create('org_a', {
+        url: 'http://127.0.0.1:9/discard', // refused: only the outbox is looked at
+        events: ['template.*'],
+      });
+      const quiet = { warn: () => undefined };
+      const run = (build: (progress: (l: string) => void) => Promise<Template>) =>
+        reportBuild(webhooks, quiet, 'org_a', 'tpl-x', build)(() => undefined);
+      const built = { name: 'tpl-x' } as Template;
+      await run(async (progress) => (progress('step 1'), built));
+      const refused = new WarrenError('TEMPLATE_EXISTS', 'exists');
+      await assert.rejects(run(async () => Promise.reject(refused)));
+      const failed = new WarrenError('TEMPLATE_BUILD_FAILED', 'step 2 failed');
+      await assert.rejects(run(async (progress) => (progress('step 1'), Promise.reject(failed))));
+      await new Promise((r) => setTimeout(r, 50)); // emits are not awaited by the build
+      const rows = await store.db
+        .selectFrom('webhook_outbox')
+        .select('payload')
+        .where('endpoint_id', '=', ep.id)
+        .orderBy('id')
+        .execute();
+      const events = rows.map((r) => JSON.parse(r.payload) as Json);
+      assert.deepEqual(
+        events.map((e) => [e.type, e.data.template.name, e.data.error?.code]),
+        [
+          ['template.built', 'tpl-x', undefined],
+          ['template.failed', 'tpl-x', 'TEMPLATE_BUILD_FAILED'],
+        ],
+      );
+      await webhooks.remove('org_a', ep.id);
+    });
+
+    it('reports databases without their credentials', async () => {
+      const ep = await webhooks.create('org_a', {
+        url: 'http://127.0.0.1:9/discard',
+        events: ['database.*'],
+      });
+      const db = {
+        id: 'db_x',
+        label: 'app',
+        password: 'hunter2',
+        connection_url: 'postgresql://app:hunter2@h/app',
+        pooled_url: 'postgresql://app:hunter2@h:6432/app',
+      } as unknown as Parameters<typeof reportDatabase>[3];
+      const req = { principal: { orgId: 'org_a' }, log: { warn: () => undefined } };
+      reportDatabase({ webhooks }, req, 'database.restored', db, { source_id: 'db_parent' });
+      await new Promise((r) => setTimeout(r, 50));
+      const row = await store.db
+        .selectFrom('webhook_outbox')
+        .select('payload')
+        .where('endpoint_id', '=', ep.id)
+        .executeTakeFirstOrThrow();
+      assert.doesNotMatch(row.payload, /hunter2/);
+      const event = JSON.parse(row.payload) as Json;
+      assert.deepEqual(
+        [event.type, event.data.database, event.data.source_id],
+        ['database.restored', { id: 'db_x', label: 'app' }, 'db_parent'],
+      );
+      await webhooks.remove('org_a', ep.id);
+    });
+
+    it('purges finished messages and attempts past the retention, never pending ones', async () => {
+      const count = async (table: 'webhook_outbox' | 'webhook_attempts') =>
+        Number(
+          (
+            await store.db
+              .selectFrom(table)
+              .select((e) => e.fn.countAll().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
+      assert.ok((await count('webhook_attempts')) > 0);
+      await webhooks.q.purge(new Date(Date.now() - 3600_000).toISOString());
+      assert.ok((await count('webhook_attempts')) > 0, 'recent ones are kept');
+      await webhooks.q.purge(new Date(Date.now() + 1000).toISOString());
+      assert.equal(await count('webhook_attempts'), 0);
+      const left = await store.db.selectFrom('webhook_outbox').select('state').execute();
+      assert.ok(left.every((r) => r.state === 'pending'));
+    });
   });
-});
