@@ -16,7 +16,8 @@ import { DatabasesPage } from './pages/Databases';
 import { AuditPage } from './pages/Audit';
 import { NotFound } from './components/ErrorBox';
 
-const noRetryOn = (err: unknown) => err instanceof ApiError && err.status >= 400 && err.status < 500;
+const noRetryOn = (err: unknown) =>
+  err instanceof ApiError && err.status >= 400 && err.status < 500;
 
 const client = new QueryClient({
   defaultOptions: {

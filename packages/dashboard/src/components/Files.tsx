@@ -18,24 +18,34 @@ export function Files({ sandboxId }: { sandboxId: string }) {
   const key = ['files', sandboxId, dir];
   const list = useQuery({
     queryKey: key,
-    queryFn: () => api<{ items: FileInfo[] }>(`/v1/sandboxes/${sandboxId}/files/list${query({ path: dir })}`),
+    queryFn: () =>
+      api<{ items: FileInfo[] }>(`/v1/sandboxes/${sandboxId}/files/list${query({ path: dir })}`),
     refetchInterval: 5000,
   });
   const refresh = () => void qc.invalidateQueries({ queryKey: ['files', sandboxId] });
   const upload = useMutation({
     mutationFn: async (files: File[]) => {
-      for (const f of files) await call(filePath(sandboxId, joinPath(dir, f.name)), { method: 'PUT', body: f });
+      for (const f of files)
+        await call(filePath(sandboxId, joinPath(dir, f.name)), { method: 'PUT', body: f });
     },
     onSettled: refresh,
   });
   const op = useMutation({
     mutationFn: async (o: { kind: 'delete' | 'rename' | 'mkdir'; path: string; to?: string }) => {
       if (o.kind === 'delete')
-        await call(`/v1/sandboxes/${sandboxId}/files${query({ path: o.path, recursive: true })}`, { method: 'DELETE' });
+        await call(`/v1/sandboxes/${sandboxId}/files${query({ path: o.path, recursive: true })}`, {
+          method: 'DELETE',
+        });
       if (o.kind === 'rename')
-        await api(`/v1/sandboxes/${sandboxId}/files/rename`, { method: 'POST', json: { from: o.path, to: o.to } });
+        await api(`/v1/sandboxes/${sandboxId}/files/rename`, {
+          method: 'POST',
+          json: { from: o.path, to: o.to },
+        });
       if (o.kind === 'mkdir')
-        await api(`/v1/sandboxes/${sandboxId}/files/mkdir`, { method: 'POST', json: { path: o.path } });
+        await api(`/v1/sandboxes/${sandboxId}/files/mkdir`, {
+          method: 'POST',
+          json: { path: o.path },
+        });
     },
     onSettled: refresh,
   });
@@ -79,12 +89,21 @@ export function Files({ sandboxId }: { sandboxId: string }) {
           go(dirInput.trim() || '/');
         }}
       >
-        <button type="button" className="secondary" onClick={() => go(parentDir(dir))} disabled={dir === '/'}>
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => go(parentDir(dir))}
+          disabled={dir === '/'}
+        >
           Up
         </button>
         <label className="grow">
           <span className="sr-only">Directory</span>
-          <input value={dirInput} onChange={(e) => setDirInput(e.target.value)} aria-label="Directory" />
+          <input
+            value={dirInput}
+            onChange={(e) => setDirInput(e.target.value)}
+            aria-label="Directory"
+          />
         </label>
         <button type="submit" className="secondary">
           Open
@@ -144,7 +163,12 @@ export function Files({ sandboxId }: { sandboxId: string }) {
                         {f.name}/
                       </button>
                     ) : (
-                      <button type="button" className="link" onClick={() => setPreview(f)} disabled={f.type !== 'file'}>
+                      <button
+                        type="button"
+                        className="link"
+                        onClick={() => setPreview(f)}
+                        disabled={f.type !== 'file'}
+                      >
                         {f.name}
                       </button>
                     )}
@@ -154,7 +178,12 @@ export function Files({ sandboxId }: { sandboxId: string }) {
                   <td>{new Date(f.mtime).toLocaleString()}</td>
                   <td className="row-actions">
                     {f.type === 'file' && (
-                      <button type="button" className="secondary" onClick={() => download.mutate(f)} aria-label={`Download ${f.name}`}>
+                      <button
+                        type="button"
+                        className="secondary"
+                        onClick={() => download.mutate(f)}
+                        aria-label={`Download ${f.name}`}
+                      >
                         Download
                       </button>
                     )}
@@ -164,7 +193,12 @@ export function Files({ sandboxId }: { sandboxId: string }) {
                       aria-label={`Rename ${f.name}`}
                       onClick={() => {
                         const to = prompt('New name or path', f.name);
-                        if (to && to !== f.name) op.mutate({ kind: 'rename', path: f.path, to: to.startsWith('/') ? to : joinPath(dir, to) });
+                        if (to && to !== f.name)
+                          op.mutate({
+                            kind: 'rename',
+                            path: f.path,
+                            to: to.startsWith('/') ? to : joinPath(dir, to),
+                          });
                       }}
                     >
                       Rename
@@ -173,7 +207,9 @@ export function Files({ sandboxId }: { sandboxId: string }) {
                       type="button"
                       className="danger"
                       aria-label={`Delete ${f.name}`}
-                      onClick={() => confirm(`Delete ${f.path}?`) && op.mutate({ kind: 'delete', path: f.path })}
+                      onClick={() =>
+                        confirm(`Delete ${f.path}?`) && op.mutate({ kind: 'delete', path: f.path })
+                      }
                     >
                       Delete
                     </button>
@@ -198,7 +234,15 @@ export function Files({ sandboxId }: { sandboxId: string }) {
 
 const MAX_TEXT = 256 * 1024;
 
-function Preview({ sandboxId, file, onClose }: { sandboxId: string; file: FileInfo; onClose: () => void }) {
+function Preview({
+  sandboxId,
+  file,
+  onClose,
+}: {
+  sandboxId: string;
+  file: FileInfo;
+  onClose: () => void;
+}) {
   const kind = previewKind(file.name) ?? (file.size <= MAX_TEXT ? 'text' : null);
   const [url, setUrl] = useState<string | null>(null);
   const content = useQuery({
@@ -215,7 +259,7 @@ function Preview({ sandboxId, file, onClose }: { sandboxId: string; file: FileIn
   const text = useQuery({
     queryKey: ['file-text', sandboxId, file.path, file.mtime],
     enabled: kind === 'text' && !!content.data,
-    queryFn: async () => (await content.data!.slice(0, MAX_TEXT).text()),
+    queryFn: async () => await content.data!.slice(0, MAX_TEXT).text(),
   });
   return (
     <section className="card preview" aria-label={`Preview of ${file.name}`}>
@@ -229,7 +273,9 @@ function Preview({ sandboxId, file, onClose }: { sandboxId: string; file: FileIn
       {kind === null && <p className="muted">No preview for this kind of file: download it.</p>}
       {kind === 'image' && url && <img src={url} alt={file.name} />}
       {kind === 'text' && text.data !== undefined && <pre className="file-text">{text.data}</pre>}
-      {file.size > MAX_TEXT && kind === 'text' && <p className="muted small">First 256 KiB shown.</p>}
+      {file.size > MAX_TEXT && kind === 'text' && (
+        <p className="muted small">First 256 KiB shown.</p>
+      )}
     </section>
   );
 }

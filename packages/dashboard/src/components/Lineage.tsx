@@ -42,11 +42,16 @@ function Node({ node, focus }: { node: LineageNode; focus: string }) {
       <span className="node missing">{node.id} (record purged)</span>
     ) : (
       <span className={`node sandbox ${node.id === focus ? 'focus' : ''}`}>
-        <Link to={`/sandboxes/${node.id}/lineage`} aria-current={node.id === focus ? 'page' : undefined}>
+        <Link
+          to={`/sandboxes/${node.id}/lineage`}
+          aria-current={node.id === focus ? 'page' : undefined}
+        >
           {node.id}
         </Link>{' '}
         <span className={`state state-${node.sandbox?.state}`}>{node.sandbox?.state}</span>
-        {node.sandbox?.fork_kind && <span className="muted small"> {node.sandbox.fork_kind} fork</span>}
+        {node.sandbox?.fork_kind && (
+          <span className="muted small"> {node.sandbox.fork_kind} fork</span>
+        )}
       </span>
     );
   return (

@@ -16,7 +16,10 @@ export function Processes({ sandboxId }: { sandboxId: string }) {
   });
   const signal = useMutation({
     mutationFn: (o: { pid: number; signal: string }) =>
-      api(`/v1/sandboxes/${sandboxId}/processes/${o.pid}/signal`, { method: 'POST', json: { signal: o.signal } }),
+      api(`/v1/sandboxes/${sandboxId}/processes/${o.pid}/signal`, {
+        method: 'POST',
+        json: { signal: o.signal },
+      }),
     onSettled: () => void qc.invalidateQueries({ queryKey: ['processes', sandboxId] }),
   });
   if (list.isPending) return <Loading what="processes" />;
@@ -49,10 +52,18 @@ export function Processes({ sandboxId }: { sandboxId: string }) {
               <td>
                 {p.state === 'running' && (
                   <>
-                    <button type="button" className="secondary" onClick={() => signal.mutate({ pid: p.pid, signal: 'SIGTERM' })}>
+                    <button
+                      type="button"
+                      className="secondary"
+                      onClick={() => signal.mutate({ pid: p.pid, signal: 'SIGTERM' })}
+                    >
                       Terminate
                     </button>
-                    <button type="button" className="danger" onClick={() => signal.mutate({ pid: p.pid, signal: 'SIGKILL' })}>
+                    <button
+                      type="button"
+                      className="danger"
+                      onClick={() => signal.mutate({ pid: p.pid, signal: 'SIGKILL' })}
+                    >
                       Kill
                     </button>
                   </>
@@ -87,7 +98,8 @@ export function Events({ sandboxId }: { sandboxId: string }) {
         {(list.data?.items ?? []).map((e, i) => (
           <li key={i}>
             <time dateTime={e.at}>{new Date(e.at).toLocaleString()}</time>{' '}
-            <span className="state">{e.from_state ?? '∅'}</span> → <span className={`state state-${e.to_state}`}>{e.to_state}</span>{' '}
+            <span className="state">{e.from_state ?? '∅'}</span> →{' '}
+            <span className={`state state-${e.to_state}`}>{e.to_state}</span>{' '}
             <span className="muted">{e.cause}</span>
           </li>
         ))}
@@ -108,20 +120,28 @@ export function Egress({ sandbox }: { sandbox: Sandbox }) {
   });
   const log = useQuery({
     queryKey: ['egress', id, decision],
-    queryFn: () => api<{ items: EgressEvent[] }>(`/v1/sandboxes/${id}/egress${query({ decision, limit: 200 })}`),
+    queryFn: () =>
+      api<{ items: EgressEvent[] }>(`/v1/sandboxes/${id}/egress${query({ decision, limit: 200 })}`),
     refetchInterval: POLL_MS,
   });
   const [draft, setDraft] = useState<{ mode: string; allow: string; deny: string } | null>(null);
   const save = useMutation({
     mutationFn: (d: { mode: string; allow: string; deny: string }) =>
-      api(`/v1/sandboxes/${id}/network`, { method: 'PUT', json: { mode: d.mode, allow: rules(d.allow), deny: rules(d.deny) } }),
+      api(`/v1/sandboxes/${id}/network`, {
+        method: 'PUT',
+        json: { mode: d.mode, allow: rules(d.allow), deny: rules(d.deny) },
+      }),
     onSuccess: () => {
       setDraft(null);
       void qc.invalidateQueries({ queryKey: ['network', id] });
     },
   });
   const current = policy.data;
-  const form = draft ?? (current ? { mode: current.mode, allow: current.allow.join('\n'), deny: current.deny.join('\n') } : null);
+  const form =
+    draft ??
+    (current
+      ? { mode: current.mode, allow: current.allow.join('\n'), deny: current.deny.join('\n') }
+      : null);
   return (
     <div>
       <h2>Network policy</h2>
@@ -144,18 +164,29 @@ export function Egress({ sandbox }: { sandbox: Sandbox }) {
           </label>
           <label>
             Allow
-            <textarea rows={3} value={form.allow} onChange={(e) => setDraft({ ...form, allow: e.target.value })} />
+            <textarea
+              rows={3}
+              value={form.allow}
+              onChange={(e) => setDraft({ ...form, allow: e.target.value })}
+            />
           </label>
           <label>
             Deny
-            <textarea rows={3} value={form.deny} onChange={(e) => setDraft({ ...form, deny: e.target.value })} />
+            <textarea
+              rows={3}
+              value={form.deny}
+              onChange={(e) => setDraft({ ...form, deny: e.target.value })}
+            />
           </label>
           <div>
             <button type="submit" disabled={!draft || save.isPending}>
               Save policy
             </button>
             {current && current.secrets.length > 0 && (
-              <p className="muted small">Secrets injected for: {current.secrets.map((s) => `${s.host} (${s.header})`).join(', ')}</p>
+              <p className="muted small">
+                Secrets injected for:{' '}
+                {current.secrets.map((s) => `${s.host} (${s.header})`).join(', ')}
+              </p>
             )}
           </div>
           <ErrorBox error={save.error} title="Save" />
@@ -215,17 +246,28 @@ export function Previews({ sandbox }: { sandbox: Sandbox }) {
   const url = sandbox.preview_url.replace('{port}', port || '{port}');
   return (
     <div>
-      <p>Every port a server in the sandbox listens on (on its loopback) is reachable at its preview URL.</p>
+      <p>
+        Every port a server in the sandbox listens on (on its loopback) is reachable at its preview
+        URL.
+      </p>
       <label>
         Port{' '}
-        <input type="number" min="1" max="65535" value={port} onChange={(e) => setPort(e.target.value)} />
+        <input
+          type="number"
+          min="1"
+          max="65535"
+          value={port}
+          onChange={(e) => setPort(e.target.value)}
+        />
       </label>
       <p>
         <a href={url} target="_blank" rel="noreferrer">
           {url}
         </a>
       </p>
-      {sandbox.preview_auth && <p className="muted">This sandbox's previews need its preview token.</p>}
+      {sandbox.preview_auth && (
+        <p className="muted">This sandbox's previews need its preview token.</p>
+      )}
     </div>
   );
 }

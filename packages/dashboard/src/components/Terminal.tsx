@@ -23,7 +23,12 @@ export function Terminal({ sandbox }: { sandbox: Sandbox }) {
   const id = sandbox.id;
   useEffect(() => {
     if (!live || !el.current) return;
-    const term = new XTerm({ cursorBlink: true, fontSize: 14, convertEol: false, scrollback: 5000 });
+    const term = new XTerm({
+      cursorBlink: true,
+      fontSize: 14,
+      convertEol: false,
+      scrollback: 5000,
+    });
     const fit = new FitAddon();
     term.loadAddon(fit);
     term.open(el.current);
@@ -67,7 +72,10 @@ export function Terminal({ sandbox }: { sandbox: Sandbox }) {
       try {
         setStatus(attempt ? 'reconnecting' : 'connecting');
         const pty = await ptyId();
-        const tok = await api<PtyToken>(`/v1/sandboxes/${id}/pty/${pty}/token`, { method: 'POST', json: {} });
+        const tok = await api<PtyToken>(`/v1/sandboxes/${id}/pty/${pty}/token`, {
+          method: 'POST',
+          json: {},
+        });
         const url = new URL(tok.websocket_path, location.href);
         url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
         if (offset > 0) url.searchParams.set('since', String(offset));
@@ -84,7 +92,13 @@ export function Terminal({ sandbox }: { sandbox: Sandbox }) {
         };
         sock.onmessage = (ev) => {
           if (typeof ev.data === 'string') {
-            const msg = JSON.parse(ev.data) as { type: string; offset?: number; exit_code?: number; code?: string; message?: string };
+            const msg = JSON.parse(ev.data) as {
+              type: string;
+              offset?: number;
+              exit_code?: number;
+              code?: string;
+              message?: string;
+            };
             if (msg.type === 'attached') offset = msg.offset ?? offset;
             if (msg.type === 'exit') {
               term.write(`\r\n[process exited with code ${msg.exit_code}]\r\n`);
@@ -113,7 +127,8 @@ export function Terminal({ sandbox }: { sandbox: Sandbox }) {
       } catch (err) {
         setError(err);
         setStatus('failed');
-        if (attempt < 5) retry = setTimeout(() => void connect(attempt + 1), Math.min(5000, 500 * 2 ** attempt));
+        if (attempt < 5)
+          retry = setTimeout(() => void connect(attempt + 1), Math.min(5000, 500 * 2 ** attempt));
       }
     }
     void connect(0);

@@ -47,9 +47,16 @@ export function setUnauthorizedHandler(fn: (err: ApiError) => void): void {
 export async function errorFrom(res: Response): Promise<ApiError> {
   const text = await res.text().catch(() => '');
   try {
-    const body = JSON.parse(text) as { error?: { code?: string; message?: string; request_id?: string } };
+    const body = JSON.parse(text) as {
+      error?: { code?: string; message?: string; request_id?: string };
+    };
     if (body.error?.code)
-      return new ApiError(res.status, body.error.code, body.error.message ?? '', body.error.request_id ?? null);
+      return new ApiError(
+        res.status,
+        body.error.code,
+        body.error.message ?? '',
+        body.error.request_id ?? null,
+      );
   } catch {
     // not JSON: fall through
   }
@@ -70,7 +77,8 @@ export async function call(path: string, opts: RequestOptions = {}): Promise<Res
   const headers: Record<string, string> = {};
   if (key) headers.authorization = `Bearer ${key}`;
   if (opts.json !== undefined) headers['content-type'] = 'application/json';
-  if (opts.body !== undefined && opts.json === undefined) headers['content-type'] = 'application/octet-stream';
+  if (opts.body !== undefined && opts.json === undefined)
+    headers['content-type'] = 'application/octet-stream';
   let res: Response;
   try {
     res = await fetch(path, {
@@ -96,9 +104,12 @@ export async function api<T>(path: string, opts: RequestOptions = {}): Promise<T
   return (await res.json()) as T;
 }
 
-export function query(params: Record<string, string | number | boolean | undefined | null>): string {
+export function query(
+  params: Record<string, string | number | boolean | undefined | null>,
+): string {
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  for (const [k, v] of Object.entries(params))
+    if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
   const s = q.toString();
   return s ? `?${s}` : '';
 }

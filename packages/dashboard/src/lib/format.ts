@@ -60,7 +60,10 @@ export function formatLabels(labels: Record<string, string>): string {
     .join(', ');
 }
 
-export function parseLabels(text: string): { labels: Record<string, string>; error: string | null } {
+export function parseLabels(text: string): {
+  labels: Record<string, string>;
+  error: string | null;
+} {
   const labels: Record<string, string> = {};
   for (const part of text.split(/[,\n]/)) {
     const item = part.trim();
@@ -87,7 +90,12 @@ export function joinPath(dir: string, name: string): string {
 export function previewKind(name: string): 'image' | 'text' | null {
   const ext = /\.([A-Za-z0-9]+)$/.exec(name)?.[1]?.toLowerCase() ?? '';
   if (['png', 'jpg', 'jpeg', 'gif', 'webp', 'svg', 'bmp', 'ico'].includes(ext)) return 'image';
-  if (ext === '' || /^(txt|md|json|ya?ml|toml|ini|cfg|conf|log|csv|tsv|py|js|mjs|cjs|ts|tsx|jsx|sh|bash|c|h|cpp|rs|go|java|rb|php|html|css|xml|sql|env|lock)$/.test(ext))
+  if (
+    ext === '' ||
+    /^(txt|md|json|ya?ml|toml|ini|cfg|conf|log|csv|tsv|py|js|mjs|cjs|ts|tsx|jsx|sh|bash|c|h|cpp|rs|go|java|rb|php|html|css|xml|sql|env|lock)$/.test(
+      ext,
+    )
+  )
     return 'text';
   return null;
 }

@@ -59,7 +59,8 @@ export function buildLineage(
     return n;
   };
   // Every ancestor a member names is in the tree, known or not.
-  for (const s of members) for (const a of [...s.lineage, s.id]) node(byId.has(a) ? 'sandbox' : 'missing', a);
+  for (const s of members)
+    for (const a of [...s.lineage, s.id]) node(byId.has(a) ? 'sandbox' : 'missing', a);
   const snapOf = new Map<string, LineageNode>();
   for (const snap of snapshots) {
     if (!memberIds.has(snap.sandbox_id) && !nodes.has(`sbx:${snap.sandbox_id}`)) continue;

@@ -13,7 +13,8 @@ export function AuditPage() {
   const list = useInfiniteQuery({
     queryKey: ['audit', filters],
     initialPageParam: null as number | string | null,
-    queryFn: ({ pageParam }) => api<Page<AuditEvent>>(`/v1/audit${query({ ...filters, limit: 100, before: pageParam })}`),
+    queryFn: ({ pageParam }) =>
+      api<Page<AuditEvent>>(`/v1/audit${query({ ...filters, limit: 100, before: pageParam })}`),
     getNextPageParam: (last) => last.next_before ?? null,
     refetchInterval: 5000,
   });
@@ -32,12 +33,19 @@ export function AuditPage() {
         {FIELDS.map((f) => (
           <label key={f}>
             {f.replace('_', ' ')}
-            <input value={draft[f] ?? ''} onChange={(e) => setDraft({ ...draft, [f]: e.target.value })} placeholder={f === 'action' ? 'DELETE /v1/sandboxes*' : ''} />
+            <input
+              value={draft[f] ?? ''}
+              onChange={(e) => setDraft({ ...draft, [f]: e.target.value })}
+              placeholder={f === 'action' ? 'DELETE /v1/sandboxes*' : ''}
+            />
           </label>
         ))}
         <label>
           result
-          <select value={draft.result ?? ''} onChange={(e) => setDraft({ ...draft, result: e.target.value })}>
+          <select
+            value={draft.result ?? ''}
+            onChange={(e) => setDraft({ ...draft, result: e.target.value })}
+          >
             <option value="">any</option>
             <option value="success">success</option>
             <option value="failure">failure</option>
@@ -88,7 +96,12 @@ export function AuditPage() {
         </div>
       )}
       {list.hasNextPage && (
-        <button type="button" className="secondary" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => void list.fetchNextPage()}
+          disabled={list.isFetchingNextPage}
+        >
           Older events
         </button>
       )}

@@ -7,7 +7,11 @@ import { parseLabels } from '../lib/format';
 import type { Page, Sandbox, Template } from '../lib/types';
 import { ErrorBox } from '../components/ErrorBox';
 
-const lines = (t: string) => t.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
+const lines = (t: string) =>
+  t
+    .split(/[\s,]+/)
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 export function CreateSandbox({ onDone }: { onDone: () => void }) {
   const navigate = useNavigate();
@@ -27,8 +31,10 @@ export function CreateSandbox({ onDone }: { onDone: () => void }) {
     allow: '',
     deny: '',
   });
-  const set = (k: keyof typeof form) => (e: React.ChangeEvent<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>) =>
-    setForm({ ...form, [k]: e.target.value });
+  const set =
+    (k: keyof typeof form) =>
+    (e: React.ChangeEvent<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>) =>
+      setForm({ ...form, [k]: e.target.value });
   const create = useMutation({
     mutationFn: async () => {
       const labels = parseLabels(form.labels);
@@ -76,19 +82,47 @@ export function CreateSandbox({ onDone }: { onDone: () => void }) {
         </label>
         <label>
           vCPUs
-          <input type="number" step="0.25" min="0.25" max={chosen?.max_cpu} placeholder={String(chosen?.default_cpu ?? '')} value={form.cpu} onChange={set('cpu')} />
+          <input
+            type="number"
+            step="0.25"
+            min="0.25"
+            max={chosen?.max_cpu}
+            placeholder={String(chosen?.default_cpu ?? '')}
+            value={form.cpu}
+            onChange={set('cpu')}
+          />
         </label>
         <label>
           Memory (MiB)
-          <input type="number" min="64" max={chosen?.max_memory_mb} placeholder={String(chosen?.default_memory_mb ?? '')} value={form.memory_mb} onChange={set('memory_mb')} />
+          <input
+            type="number"
+            min="64"
+            max={chosen?.max_memory_mb}
+            placeholder={String(chosen?.default_memory_mb ?? '')}
+            value={form.memory_mb}
+            onChange={set('memory_mb')}
+          />
         </label>
         <label>
           Disk (MiB)
-          <input type="number" min="64" max={chosen?.max_disk_mb} placeholder={String(chosen?.default_disk_mb ?? '')} value={form.disk_mb} onChange={set('disk_mb')} />
+          <input
+            type="number"
+            min="64"
+            max={chosen?.max_disk_mb}
+            placeholder={String(chosen?.default_disk_mb ?? '')}
+            value={form.disk_mb}
+            onChange={set('disk_mb')}
+          />
         </label>
         <label>
           TTL (seconds)
-          <input type="number" min="1" max="604800" value={form.ttl_seconds} onChange={set('ttl_seconds')} />
+          <input
+            type="number"
+            min="1"
+            max="604800"
+            value={form.ttl_seconds}
+            onChange={set('ttl_seconds')}
+          />
         </label>
         <label>
           Labels
@@ -105,7 +139,12 @@ export function CreateSandbox({ onDone }: { onDone: () => void }) {
         {form.mode === 'restricted' && (
           <label>
             Allow (one rule a line)
-            <textarea rows={3} placeholder="pypi.org:443&#10;preset:npm" value={form.allow} onChange={set('allow')} />
+            <textarea
+              rows={3}
+              placeholder="pypi.org:443&#10;preset:npm"
+              value={form.allow}
+              onChange={set('allow')}
+            />
           </label>
         )}
         {form.mode === 'open' && (

@@ -8,7 +8,11 @@ import { Copy } from '../components/Copy';
 import { ErrorBox, Loading } from '../components/ErrorBox';
 
 export function DatabasesPage() {
-  const list = useQuery({ queryKey: ['databases'], queryFn: () => api<Page<Database>>('/v1/databases'), refetchInterval: POLL_MS });
+  const list = useQuery({
+    queryKey: ['databases'],
+    queryFn: () => api<Page<Database>>('/v1/databases'),
+    refetchInterval: POLL_MS,
+  });
   return (
     <section aria-labelledby="db-title">
       <h1 id="db-title">Databases</h1>

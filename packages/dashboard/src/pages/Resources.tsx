@@ -11,9 +11,14 @@ import { ErrorBox, Loading } from '../components/ErrorBox';
 export function SnapshotsPage() {
   const qc = useQueryClient();
   const navigate = useNavigate();
-  const list = useQuery({ queryKey: ['snapshots'], queryFn: () => api<Page<Snapshot>>('/v1/snapshots'), refetchInterval: POLL_MS });
+  const list = useQuery({
+    queryKey: ['snapshots'],
+    queryFn: () => api<Page<Snapshot>>('/v1/snapshots'),
+    refetchInterval: POLL_MS,
+  });
   const restore = useMutation({
-    mutationFn: (id: string) => api<Sandbox>('/v1/sandboxes', { method: 'POST', json: { from_snapshot: id } }),
+    mutationFn: (id: string) =>
+      api<Sandbox>('/v1/sandboxes', { method: 'POST', json: { from_snapshot: id } }),
     onSuccess: (s) => void navigate(`/sandboxes/${s.id}`),
   });
   const del = useMutation({
@@ -52,10 +57,19 @@ export function SnapshotsPage() {
                   <td>{formatBytes(s.size_bytes)}</td>
                   <td>{new Date(s.created_at).toLocaleString()}</td>
                   <td className="row-actions">
-                    <button type="button" className="secondary" disabled={restore.isPending} onClick={() => restore.mutate(s.id)}>
+                    <button
+                      type="button"
+                      className="secondary"
+                      disabled={restore.isPending}
+                      onClick={() => restore.mutate(s.id)}
+                    >
                       Start a sandbox from it
                     </button>
-                    <button type="button" className="danger" onClick={() => confirm(`Delete ${s.id}?`) && del.mutate(s.id)}>
+                    <button
+                      type="button"
+                      className="danger"
+                      onClick={() => confirm(`Delete ${s.id}?`) && del.mutate(s.id)}
+                    >
                       Delete
                     </button>
                   </td>
@@ -77,7 +91,11 @@ export function SnapshotsPage() {
 }
 
 export function TemplatesPage() {
-  const list = useQuery({ queryKey: ['templates'], queryFn: () => api<Page<Template>>('/v1/templates'), refetchInterval: 10_000 });
+  const list = useQuery({
+    queryKey: ['templates'],
+    queryFn: () => api<Page<Template>>('/v1/templates'),
+    refetchInterval: 10_000,
+  });
   return (
     <section aria-labelledby="tpl-title">
       <h1 id="tpl-title">Templates</h1>
@@ -134,7 +152,11 @@ export function VolumesPage() {
   const qc = useQueryClient();
   const [name, setName] = useState('');
   const [size, setSize] = useState('1024');
-  const list = useQuery({ queryKey: ['volumes'], queryFn: () => api<Page<Volume>>('/v1/volumes'), refetchInterval: POLL_MS });
+  const list = useQuery({
+    queryKey: ['volumes'],
+    queryFn: () => api<Page<Volume>>('/v1/volumes'),
+    refetchInterval: POLL_MS,
+  });
   const create = useMutation({
     mutationFn: () => api('/v1/volumes', { method: 'POST', json: { name, size_mb: Number(size) } }),
     onSuccess: () => setName(''),
@@ -156,7 +178,12 @@ export function VolumesPage() {
       >
         <label>
           Name
-          <input value={name} onChange={(e) => setName(e.target.value)} required pattern="[a-z0-9][a-z0-9_-]{0,62}" />
+          <input
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+            required
+            pattern="[a-z0-9][a-z0-9_-]{0,62}"
+          />
         </label>
         <label>
           Size (MiB)
@@ -198,7 +225,13 @@ export function VolumesPage() {
                     ))}
                   </td>
                   <td>
-                    <button type="button" className="danger" onClick={() => confirm(`Delete volume ${v.name} and its data?`) && del.mutate(v.name)}>
+                    <button
+                      type="button"
+                      className="danger"
+                      onClick={() =>
+                        confirm(`Delete volume ${v.name} and its data?`) && del.mutate(v.name)
+                      }
+                    >
                       Delete
                     </button>
                   </td>

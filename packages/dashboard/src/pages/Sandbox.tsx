@@ -48,9 +48,16 @@ export function SandboxPage() {
         await api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
         return { a };
       }
-      if (a === 'fork') return { a, child: await api<Sandbox>(`/v1/sandboxes/${id}/fork`, { method: 'POST', json: {} }) };
+      if (a === 'fork')
+        return {
+          a,
+          child: await api<Sandbox>(`/v1/sandboxes/${id}/fork`, { method: 'POST', json: {} }),
+        };
       if (a === 'snapshot')
-        return { a, snap: await api<Snapshot>(`/v1/sandboxes/${id}/snapshots`, { method: 'POST', json: {} }) };
+        return {
+          a,
+          snap: await api<Snapshot>(`/v1/sandboxes/${id}/snapshots`, { method: 'POST', json: {} }),
+        };
       await api(`/v1/sandboxes/${id}/${a}`, { method: 'POST', json: {} });
       return { a };
     },
@@ -88,7 +95,11 @@ export function SandboxPage() {
           </button>
         ))}
       </div>
-      {action.isPending && <p className="muted" aria-live="polite">Working…</p>}
+      {action.isPending && (
+        <p className="muted" aria-live="polite">
+          Working…
+        </p>
+      )}
       <ErrorBox error={action.error} title="Action" />
       {last?.child && (
         <p className="notice" role="status">
@@ -125,7 +136,12 @@ export function SandboxPage() {
       </dl>
       <nav className="tabs" aria-label="Sandbox views">
         {TABS.map(([t, label]) => (
-          <NavLink key={t} to={`/sandboxes/${id}/${t}`} className={t === tab ? 'active' : ''} replace>
+          <NavLink
+            key={t}
+            to={`/sandboxes/${id}/${t}`}
+            className={t === tab ? 'active' : ''}
+            replace
+          >
             {label}
           </NavLink>
         ))}

@@ -115,7 +115,9 @@ export function SandboxesPage() {
                     type="checkbox"
                     aria-label="Select all sandboxes"
                     checked={allSelected}
-                    onChange={() => setSelected(allSelected ? new Set() : new Set(items.map((s) => s.id)))}
+                    onChange={() =>
+                      setSelected(allSelected ? new Set() : new Set(items.map((s) => s.id)))
+                    }
                   />
                 </th>
                 <th>Sandbox</th>

@@ -29,7 +29,9 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
     <div className="signin">
       <form onSubmit={submit} aria-labelledby="signin-title">
         <h1 id="signin-title">Warren</h1>
-        <p className="muted">Sign in with an API key: the admin token (~/.warren/admin-token) or a scoped key.</p>
+        <p className="muted">
+          Sign in with an API key: the admin token (~/.warren/admin-token) or a scoped key.
+        </p>
         {notice && (
           <p className="notice" role="status">
             {notice}

@@ -24,10 +24,22 @@ test('the TTL countdown counts down to expired, and says so for persistent and s
   const now = Date.parse('2026-01-01T00:00:00Z');
   const at = (s: number) => new Date(now + s * 1000).toISOString();
   const base = { state: 'running', persistent: false };
-  assert.deepEqual(ttlCountdown({ ...base, expires_at: at(725) }, now), { text: '12m 05s', tone: 'ok' });
-  assert.deepEqual(ttlCountdown({ ...base, expires_at: at(30) }, now), { text: '30s', tone: 'soon' });
-  assert.deepEqual(ttlCountdown({ ...base, expires_at: at(-1) }, now), { text: 'expired', tone: 'expired' });
-  assert.equal(ttlCountdown({ ...base, persistent: true, expires_at: at(5) }, now).text, 'persistent');
+  assert.deepEqual(ttlCountdown({ ...base, expires_at: at(725) }, now), {
+    text: '12m 05s',
+    tone: 'ok',
+  });
+  assert.deepEqual(ttlCountdown({ ...base, expires_at: at(30) }, now), {
+    text: '30s',
+    tone: 'soon',
+  });
+  assert.deepEqual(ttlCountdown({ ...base, expires_at: at(-1) }, now), {
+    text: 'expired',
+    tone: 'expired',
+  });
+  assert.equal(
+    ttlCountdown({ ...base, persistent: true, expires_at: at(5) }, now).text,
+    'persistent',
+  );
   assert.equal(ttlCountdown({ ...base, state: 'stopped', expires_at: at(5) }, now).text, '-');
   assert.equal(age(at(-65), now), '1m 05s ago');
 });

@@ -38,10 +38,14 @@ test('forks of forks hang under their parents, from any member of the line', () 
 test('snapshots sit under their sandbox, and restores from them under the snapshot', () => {
   const a = sbx('a', []);
   const r = sbx('r', ['a'], { snapshot_id: 'snap1', fork_kind: 'memory' });
-  const tree = buildLineage(a, [a, r], [
-    { id: 'snap1', sandbox_id: 'a', created_at: '2026-01-01T00:00:00.5Z' },
-    { id: 'snapX', sandbox_id: 'elsewhere', created_at: '2026-01-01T00:00:00Z' },
-  ]);
+  const tree = buildLineage(
+    a,
+    [a, r],
+    [
+      { id: 'snap1', sandbox_id: 'a', created_at: '2026-01-01T00:00:00.5Z' },
+      { id: 'snapX', sandbox_id: 'elsewhere', created_at: '2026-01-01T00:00:00Z' },
+    ],
+  );
   assert.deepEqual(shape(tree), ['sandbox:a', '  snapshot:snap1', '    sandbox:r']);
 });
 
