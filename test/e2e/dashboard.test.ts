@@ -169,7 +169,7 @@ describe('web dashboard', () => {
   it('signs out, and a revoked key sends the user back to sign-in with a message', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API key').waitFor();
-    assert.equal(await page.evaluate(() => sessionStorage.getItem('warren.key')), null);
+    assert.equal(await page.evaluate("sessionStorage.getItem('warren.key')"), null);
     const key = await p.json<{ id: string; key: string }>('/v1/keys', {
       method: 'POST',
       json: { name: 'dashboard-test', scopes: ['sandboxes:read'] },
