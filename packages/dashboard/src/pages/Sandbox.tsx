@@ -1,4 +1,5 @@
 /** One sandbox: details, lifecycle buttons, and tabs for terminal, files, processes and more. */
+import { lazy, Suspense } from 'react';
 import { NavLink, useNavigate, useParams } from 'react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api } from '../lib/api';
@@ -6,10 +7,14 @@ import { age, formatLabels, ttlCountdown } from '../lib/format';
 import { POLL_MS, useNow } from '../lib/hooks';
 import type { Sandbox, Snapshot } from '../lib/types';
 import { ErrorBox, Loading } from '../components/ErrorBox';
-import { Terminal } from '../components/Terminal';
 import { Files } from '../components/Files';
 import { Lineage } from '../components/Lineage';
 import { Egress, Events, Previews, Processes } from '../components/Panels';
+
+// xterm.js is most of the code: loaded only when a terminal is shown.
+const Terminal = lazy(() =>
+  import('../components/Terminal').then((m) => ({ default: m.Terminal })),
+);
 
 const TABS = [
   ['terminal', 'Terminal'],
@@ -147,7 +152,11 @@ export function SandboxPage() {
         ))}
       </nav>
       <div className="tab-body">
-        {tab === 'terminal' && <Terminal sandbox={s} />}
+        {tab === 'terminal' && (
+          <Suspense fallback={<Loading what="the terminal" />}>
+            <Terminal sandbox={s} />
+          </Suspense>
+        )}
         {tab === 'files' && <Files sandboxId={id} />}
         {tab === 'processes' && <Processes sandboxId={id} />}
         {tab === 'events' && <Events sandboxId={id} />}
