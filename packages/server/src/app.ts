@@ -175,7 +175,7 @@ export async function buildApp(
     request.errorCode = toWarrenError(err).code;
     errorHandler(err, request, reply);
   });
-  const dashboard = await registerDashboard(app, ctx.config.dashboardDir);
+  const dashboard = await registerDashboard(app, ctx.config?.dashboardDir ?? null);
   app.setNotFoundHandler((request, reply) => {
     if (dashboard.fallback(request, reply)) return;
     const e = new WarrenError(
