@@ -96,7 +96,7 @@ describe('web dashboard', () => {
 
   it('runs echo hi in the terminal', async () => {
     const status = page.getByTestId('terminal-status');
-    await waitFor(async () => (await status.textContent()) === 'connected', {
+    await waitFor(async () => (await status.textContent())?.trim() === 'connected', {
       what: 'the terminal to connect',
       timeoutMs: 60_000,
     });
@@ -109,6 +109,33 @@ describe('web dashboard', () => {
       { what: 'a line "hi" on the terminal', timeoutMs: 30_000 },
     );
     await shot(page, 'terminal');
+  });
+
+  it('reconnects the terminal after a snapshot closes it, without drawing the output twice', async () => {
+    await page
+      .getByRole('toolbar', { name: 'Sandbox actions' })
+      .getByRole('button', { name: 'Snapshot' })
+      .click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /Snapshot snap_\w+ taken/ })
+      .waitFor({ timeout: 120_000 });
+    const status = page.getByTestId('terminal-status');
+    await waitFor(
+      async () =>
+        Number(await status.getAttribute('data-attachments')) >= 2 &&
+        (await status.textContent())?.trim() === 'connected',
+      { what: 'the terminal to attach again', timeoutMs: 60_000 },
+    );
+    await page.locator('.xterm').click();
+    await page.keyboard.type('echo again');
+    await page.keyboard.press('Enter');
+    const lines = () => page.locator('.xterm-rows > div').allTextContents();
+    await waitFor(async () => (await lines()).some((l) => l.trim() === 'again'), {
+      what: 'a line "again" on the terminal',
+      timeoutMs: 30_000,
+    });
+    assert.equal((await lines()).filter((l) => l.trim() === 'hi').length, 1);
   });
 
   it('uploads a file, lists it, and downloads it byte for byte', async () => {

@@ -15,12 +15,20 @@ import { ErrorBox } from './ErrorBox';
 
 const ptyBySandbox = new Map<string, string>();
 
-export function Terminal({ sandbox }: { sandbox: Sandbox }) {
+/**
+ * `hold`: a pause or hibernation is being asked for on this page; a connection
+ * it closes is not opened again at once (that would resume the sandbox).
+ */
+export function Terminal({ sandbox, hold = false }: { sandbox: Sandbox; hold?: boolean }) {
   const el = useRef<HTMLDivElement>(null);
   const [status, setStatus] = useState('connecting');
+  /** WebSocket attachments so far (a reconnect adds one). */
+  const [attachments, setAttachments] = useState(0);
   const [error, setError] = useState<unknown>(null);
   const live = ['running', 'paused', 'hibernated'].includes(sandbox.state);
   const id = sandbox.id;
+  const holdRef = useRef(hold);
+  holdRef.current = hold;
   useEffect(() => {
     if (!live || !el.current) return;
     const term = new XTerm({
@@ -84,6 +92,7 @@ export function Terminal({ sandbox }: { sandbox: Sandbox }) {
         ws = sock;
         sock.onopen = () => {
           setStatus('connected');
+          setAttachments((n) => n + 1);
           setError(null);
           sock.send(JSON.stringify({ type: 'resize', cols: term.cols, rows: term.rows }));
           for (const p of pending) sock.send(p);
@@ -122,7 +131,7 @@ export function Terminal({ sandbox }: { sandbox: Sandbox }) {
             return;
           }
           setStatus('disconnected: reconnecting');
-          retry = setTimeout(() => void connect(attempt + 1), Math.min(5000, 300 * 2 ** attempt));
+          retry = setTimeout(() => void reconnect(attempt + 1), Math.min(5000, 300 * 2 ** attempt));
         };
       } catch (err) {
         setError(err);
@@ -130,6 +139,36 @@ export function Terminal({ sandbox }: { sandbox: Sandbox }) {
         if (attempt < 5)
           retry = setTimeout(() => void connect(attempt + 1), Math.min(5000, 500 * 2 ** attempt));
       }
+    }
+    /**
+     * After a close other than the process's exit (1012 for a pause, hibernation
+     * or capture, or a broken network): connect again while the sandbox runs; a
+     * paused or hibernated one waits for a key, since connecting resumes it.
+     */
+    async function reconnect(attempt: number) {
+      if (closed) return;
+      if (holdRef.current) {
+        retry = setTimeout(() => void reconnect(attempt), 500);
+        return;
+      }
+      const state = await api<Sandbox>(`/v1/sandboxes/${id}`).then(
+        (s) => s.state,
+        () => 'unknown',
+      );
+      if (closed) return;
+      if (state === 'paused' || state === 'hibernated') {
+        setStatus(`sandbox ${state}: press a key to reconnect (this resumes it)`);
+        const sub = term.onData(() => {
+          sub.dispose();
+          void connect(attempt);
+        });
+        return;
+      }
+      if (state === 'stopped' || state === 'stopping') {
+        setStatus(`sandbox ${state}`);
+        return;
+      }
+      void connect(attempt);
     }
     void connect(0);
     term.focus();
@@ -146,7 +185,10 @@ export function Terminal({ sandbox }: { sandbox: Sandbox }) {
   return (
     <div className="terminal-wrap">
       <p className="muted small" aria-live="polite">
-        Terminal: <span data-testid="terminal-status">{status}</span>
+        Terminal:{' '}
+        <span data-testid="terminal-status" data-attachments={attachments}>
+          {status}
+        </span>
       </p>
       <ErrorBox error={error} title="Terminal" />
       <div className="terminal" ref={el} role="application" aria-label="Terminal" />

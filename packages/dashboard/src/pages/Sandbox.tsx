@@ -154,7 +154,13 @@ export function SandboxPage() {
       <div className="tab-body">
         {tab === 'terminal' && (
           <Suspense fallback={<Loading what="the terminal" />}>
-            <Terminal sandbox={s} />
+            <Terminal
+              sandbox={s}
+              hold={
+                action.isPending &&
+                (action.variables === 'pause' || action.variables === 'hibernate')
+              }
+            />
           </Suspense>
         )}
         {tab === 'files' && <Files sandboxId={id} />}
