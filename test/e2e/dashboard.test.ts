@@ -138,6 +138,23 @@ describe('web dashboard', () => {
     assert.equal((await lines()).filter((l) => l.trim() === 'hi').length, 1);
   });
 
+  it('leaves a paused sandbox paused, and attaches again once it is resumed', async () => {
+    const toolbar = page.getByRole('toolbar', { name: 'Sandbox actions' });
+    const status = page.getByTestId('terminal-status');
+    const before = Number(await status.getAttribute('data-attachments'));
+    await toolbar.getByRole('button', { name: 'Pause' }).click();
+    await status.filter({ hasText: 'sandbox paused' }).waitFor({ timeout: 60_000 });
+    const id = /sbx_[a-z0-9]+/.exec(page.url())![0];
+    assert.equal((await p.json<{ state: string }>(`/v1/sandboxes/${id}`)).state, 'paused');
+    await toolbar.getByRole('button', { name: 'Resume' }).click();
+    await waitFor(
+      async () =>
+        Number(await status.getAttribute('data-attachments')) > before &&
+        (await status.textContent())?.trim() === 'connected',
+      { what: 'the terminal to attach after the resume', timeoutMs: 60_000 },
+    );
+  });
+
   it('uploads a file, lists it, and downloads it byte for byte', async () => {
     const bytes = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 7 + 3) % 256));
     await page.getByRole('link', { name: 'Files' }).click();

@@ -29,6 +29,11 @@ export function Terminal({ sandbox, hold = false }: { sandbox: Sandbox; hold?: b
   const id = sandbox.id;
   const holdRef = useRef(hold);
   holdRef.current = hold;
+  /** Set while the terminal waits for a paused or hibernated sandbox: connects again. */
+  const resumeRef = useRef<(() => void) | null>(null);
+  useEffect(() => {
+    if (sandbox.state === 'running') resumeRef.current?.();
+  }, [sandbox.state]);
   useEffect(() => {
     if (!live || !el.current) return;
     const term = new XTerm({
@@ -158,10 +163,13 @@ export function Terminal({ sandbox, hold = false }: { sandbox: Sandbox; hold?: b
       if (closed) return;
       if (state === 'paused' || state === 'hibernated') {
         setStatus(`sandbox ${state}: press a key to reconnect (this resumes it)`);
-        const sub = term.onData(() => {
+        const again = () => {
           sub.dispose();
+          resumeRef.current = null;
           void connect(attempt);
-        });
+        };
+        const sub = term.onData(again);
+        resumeRef.current = again;
         return;
       }
       if (state === 'stopped' || state === 'stopping') {
@@ -174,6 +182,7 @@ export function Terminal({ sandbox, hold = false }: { sandbox: Sandbox; hold?: b
     term.focus();
     return () => {
       closed = true;
+      resumeRef.current = null;
       if (retry) clearTimeout(retry);
       observer.disconnect();
       onData.dispose();
