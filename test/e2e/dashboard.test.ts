@@ -192,6 +192,9 @@ describe('web dashboard', () => {
     await page.getByRole('link', { name: 'Sandboxes' }).first().click();
     for (const id of made) await page.getByLabel(`Select ${id}`).check({ timeout: 30_000 });
     await shot(page, 'sandboxes');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shot(page, 'sandboxes-phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: /Delete selected/ }).click();
     for (const id of made)
@@ -220,9 +223,6 @@ describe('web dashboard', () => {
     });
     await signIn(key.key);
     await page.getByRole('heading', { name: 'Sandboxes' }).waitFor();
-    await page.setViewportSize({ width: 390, height: 844 });
-    await shot(page, 'sandboxes-phone');
-    await page.setViewportSize({ width: 1280, height: 800 });
     await p.json(`/v1/keys/${key.id}`, { method: 'DELETE' }).catch(() => null);
     await page.getByText(/Your key was refused \(UNAUTHORIZED/).waitFor({ timeout: 30_000 });
     assert.match(page.url(), /\/sign-in$/);
