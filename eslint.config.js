@@ -1,4 +1,5 @@
 import tseslint from 'typescript-eslint';
+import reactHooks from 'eslint-plugin-react-hooks';
 
 /** Imports a package must not make: the direction of dependencies between packages. */
 function forbid(files, groups, message) {
@@ -21,6 +22,25 @@ export default tseslint.config(
       'max-lines': ['error', { max: 400 }],
     },
   },
+  {
+    files: ['packages/dashboard/src/**/*.{ts,tsx}'],
+    plugins: { 'react-hooks': reactHooks },
+    rules: {
+      'react-hooks/rules-of-hooks': 'error',
+      'react-hooks/exhaustive-deps': 'error',
+    },
+  },
+  forbid(
+    ['packages/dashboard/src/**'],
+    [
+      '@warren/host-agent',
+      '@warren/server',
+      '@warren/sdk',
+      '@warren/guest-agent',
+      '**/packages/**',
+    ],
+    'the dashboard runs in a browser and speaks the REST API only (types from @warren/protocol).',
+  ),
   forbid(
     ['packages/protocol/src/**'],
     ['@warren/*', '**/packages/**', '../../**'],

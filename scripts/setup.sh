@@ -5,7 +5,8 @@
 #   - PostgreSQL 15's server binaries (postgresql), without a system cluster running
 #   - runsc (gVisor) 2024-07 from Debian 13's archive, kept in .state/bin
 #     without touching the system's apt configuration
-#   - npm dependencies
+#   - npm dependencies, and the web dashboard's build (packages/dashboard/dist) when its sources changed
+#   - chromium, for the dashboard's browser tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATE="$PWD/.state"
@@ -39,7 +40,7 @@ apt_install() {
   log "installing ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
-apt_install debootstrap iproute2 ca-certificates curl jq gcc libc6-dev openssl e2fsprogs mount musl-tools postgresql-client util-linux python3-httpx python3-pytest
+apt_install debootstrap iproute2 ca-certificates curl jq gcc libc6-dev openssl e2fsprogs mount musl-tools postgresql-client util-linux python3-httpx python3-pytest chromium
 
 # PostgreSQL 15's server binaries, for the PostgreSQL store's tests and for trying it on one
 # machine (packages/server/src/store/pg-local.ts runs private clusters as the postgres user).
@@ -89,4 +90,13 @@ if [ ! -d node_modules/fastify ] || [ "$(cat node_modules/.warren-lock-hash 2>/d
   log "installing npm dependencies (better-sqlite3 compiles from source: a minute or two)"
   npm ci --no-audit --no-fund
   echo "$lock_hash" >node_modules/.warren-lock-hash
+fi
+
+# The web dashboard: rebuilt only when its sources or the lockfile changed since the last build.
+dash=packages/dashboard
+dash_hash=$( (sha256sum package-lock.json "$dash/package.json" "$dash/index.html" "$dash/vite.config.ts"; find "$dash/src" -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$dash/dist/.build-hash" 2>/dev/null)" != "$dash_hash" ]; then
+  log "building the web dashboard"
+  npm run build --silent -w "$dash" >/dev/null
+  echo "$dash_hash" >"$dash/dist/.build-hash"
 fi

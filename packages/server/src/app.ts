@@ -37,6 +37,7 @@ import { mcpRoutes } from './routes/mcp';
 import { usageRoutes } from './routes/usage';
 import { webhookRoutes } from './routes/webhooks';
 import { requestCauses } from './webhooks/cause';
+import { registerDashboard } from './dashboard';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -174,7 +175,9 @@ export async function buildApp(
     request.errorCode = toWarrenError(err).code;
     errorHandler(err, request, reply);
   });
+  const dashboard = await registerDashboard(app, ctx.config?.dashboardDir ?? null);
   app.setNotFoundHandler((request, reply) => {
+    if (dashboard.fallback(request, reply)) return;
     const e = new WarrenError(
       'NOT_FOUND',
       `no route ${request.method} ${request.url.split('?')[0]}`,

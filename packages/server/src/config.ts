@@ -39,6 +39,8 @@ export interface Config extends AuthConfig {
   /** Templates built (if missing) and baked at start. */
   templates: string[];
   logLevel: string;
+  /** The built web dashboard (packages/dashboard/dist), served at `/`; null serves none. */
+  dashboardDir: string | null;
   /** Where snapshot images are kept: under home, or in an S3-compatible bucket (cached under home). */
   snapshotStore: { kind: 'local' } | ({ kind: 's3' } & S3StoreConfig);
   /** Destroy every sandbox on close (tests); by default sandboxes outlive a restart. */
@@ -166,6 +168,11 @@ export function loadConfig(
     debianMirror: env.WARREN_DEBIAN_MIRROR ?? 'http://deb.debian.org/debian',
     templates: (env.WARREN_TEMPLATES ?? 'base').split(',').filter(Boolean),
     logLevel: env.WARREN_LOG_LEVEL ?? 'info',
+    dashboardDir:
+      env.WARREN_DASHBOARD_DIR === ''
+        ? null
+        : (env.WARREN_DASHBOARD_DIR ??
+          fileURLToPath(new URL('../../dashboard/dist', import.meta.url))),
     snapshotStore: snapshotStore(env),
     destroyOnClose: env.WARREN_DESTROY_ON_CLOSE === '1',
     previewDomain: (env.WARREN_PREVIEW_DOMAIN || 'localhost')
