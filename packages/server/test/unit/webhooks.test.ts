@@ -267,7 +267,10 @@ for (const kind of STORE_KINDS)
         .where('endpoint_id', '=', ep.id)
         .orderBy('id')
         .execute();
-      const events = rows.map((r) => JSON.parse(r.payload) as Json);
+      // Emits race each other and outbox ids are not sequential: compare in type order.
+      const events = rows
+        .map((r) => JSON.parse(r.payload) as Json)
+        .sort((a, b) => String(a.type).localeCompare(String(b.type)));
       assert.deepEqual(
         events.map((e) => [e.type, e.data.template.name, e.data.error?.code]),
         [
