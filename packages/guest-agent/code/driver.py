@@ -51,8 +51,12 @@ def __warren_setup():
     ip = get_ipython()
     try:
         ip.run_line_magic('matplotlib', 'inline')
+        # Figures at the size they were made (Jupyter's default crops them).
+        ip.run_line_magic('config', "InlineBackend.print_figure_kwargs = {'bbox_inches': None}")
     except Exception:
         pass
+    # Tracebacks as plain text: clients are programs and models, not terminals.
+    ip.run_line_magic('colors', 'NoColor')
     def _df_json(df):
         return _json.loads(df.to_json(orient='split', date_format='iso', default_handler=str))
     ip.display_formatter.formatters['application/json'].for_type_by_name(

@@ -37,7 +37,8 @@ function resultOf(value) {
   if (value === undefined) return null;
   const data = { 'text/plain': util.inspect(value, { colors: false, depth: 4 }) };
   try {
-    if (value !== null && typeof value === 'object') data['application/json'] = JSON.parse(JSON.stringify(value));
+    if (value !== null && typeof value === 'object')
+      data['application/json'] = JSON.parse(JSON.stringify(value));
   } catch {
     // not JSON-serialisable: text only
   }
@@ -46,7 +47,11 @@ function resultOf(value) {
 
 function errorOf(err) {
   if (err instanceof Error || (err && typeof err === 'object' && 'stack' in err))
-    return { name: err.name ?? 'Error', value: err.message ?? String(err), traceback: String(err.stack ?? '') };
+    return {
+      name: err.name ?? 'Error',
+      value: err.message ?? String(err),
+      traceback: String(err.stack ?? ''),
+    };
   return { name: 'Error', value: String(err), traceback: '' };
 }
 
@@ -57,8 +62,15 @@ async function runOne(code) {
       value = vm.runInContext(code, context, { breakOnSigint: true, filename: 'cell.js' });
     } catch (err) {
       // Top-level await: run the code again as the body of an async function.
-      if (err instanceof SyntaxError && /await/.test(code) && /await is only valid/.test(err.message)) {
-        value = vm.runInContext(`(async () => {\n${code}\n})()`, context, { breakOnSigint: true, filename: 'cell.js' });
+      if (
+        err instanceof SyntaxError &&
+        /await/.test(code) &&
+        /await is only valid/.test(err.message)
+      ) {
+        value = vm.runInContext(`(async () => {\n${code}\n})()`, context, {
+          breakOnSigint: true,
+          filename: 'cell.js',
+        });
       } else throw err;
     }
     if (value && typeof value.then === 'function') value = await value;

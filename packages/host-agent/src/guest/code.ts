@@ -4,12 +4,7 @@
  * interrupts the run in the guest.
  */
 import { createInterface } from 'node:readline';
-import {
-  GUEST_PATHS,
-  type CodeContext,
-  type CodeEvent,
-  type HostCodeApi,
-} from '@warren/protocol';
+import { GUEST_PATHS, type CodeContext, type CodeEvent, type HostCodeApi } from '@warren/protocol';
 import type { GuestChannel, GuestResponse } from './channel';
 import { errorFrom, readText } from './wire';
 
