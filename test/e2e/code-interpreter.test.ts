@@ -12,7 +12,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Sandbox, WarrenError } from '@warren/sdk';
 import type { CodeEvent } from '@warren/protocol';
-import { createSandbox, startTestPlatform, type TestPlatform } from '../fixture';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createSandbox, runCli, startTestPlatform, type TestPlatform } from '../fixture';
 import { waitFor } from '../wait';
 
 /** Width and height from a PNG's IHDR chunk, after checking its signature. */
@@ -337,6 +338,20 @@ describe('code interpreter (real gVisor, real ipykernel)', () => {
       assert.match(JSON.stringify(bad.content), /CONTEXT_NOT_FOUND/);
     } finally {
       await client.close();
+    }
+  });
+
+  it('runs code from the CLI: warren sandbox code', async () => {
+    const tmp = mkdtempSync('/tmp/wt-cli-');
+    try {
+      const ok = await runCli(p, ['sandbox', 'code', id, 'print("cli")\n20 + 22'], tmp);
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.equal(ok.stdout, 'cli\n42\n');
+      const bad = await runCli(p, ['sandbox', 'code', id, 'echo $((1/0))', '-l', 'bash'], tmp);
+      assert.equal(bad.code, 1);
+      assert.match(bad.stderr, /division by 0/);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
     }
   });
 });
