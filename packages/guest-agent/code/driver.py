@@ -3,7 +3,7 @@
 It reads one JSON command a line on stdin and writes one JSON message a line on
 stdout. Replies to commands carry the command's `req`; events of an execution
 carry its `exec`. Python contexts are Jupyter kernels (ipykernel, driven through
-jupyter_client); javascript contexts are a Node.js process running js-context.js
+jupyter_client); javascript contexts are a Node.js process running js-context.mjs
 (a vm context); bash contexts are a bash process that sources each run.
 
 Commands:
@@ -359,7 +359,7 @@ class JavascriptContext(ProcessContext):
     language = "javascript"
 
     def command(self):
-        script = os.path.join(HERE, "js-context.js")
+        script = os.path.join(HERE, "js-context.mjs")
         for d in os.environ.get("PATH", "/usr/bin:/bin").split(":"):
             if d and os.access(os.path.join(d, "node"), os.X_OK):
                 return [os.path.join(d, "node"), script]

@@ -61,6 +61,14 @@ async function shareDebs(from: string, to: string): Promise<number> {
   return n;
 }
 
+const NODOC = [
+  'path-exclude /usr/share/doc/*',
+  'path-include /usr/share/doc/*/copyright',
+  'path-exclude /usr/share/man/*',
+  'path-exclude /usr/share/info/*',
+  '',
+].join('\n');
+
 export interface DerivedRootOptions {
   /** The root to start from (left as it is). */
   baseRoot: string;
@@ -85,8 +93,24 @@ export async function deriveRoot(
   const resolv = join(target, 'etc/resolv.conf');
   const ownResolv = existsSync(resolv) ? await readFile(resolv) : null;
   await writeFile(resolv, await readFile('/etc/resolv.conf'));
+  // No documentation or manual pages in the root (copyrights stay): less to unpack and store.
+  await writeFile(join(target, 'etc/dpkg/dpkg.cfg.d/warren-nodoc'), NODOC);
   const apt = (args: string[]) =>
-    run('chroot', [target, 'apt-get', '-q', '-o', 'Acquire::Retries=3', ...args], progress);
+    run(
+      'chroot',
+      [
+        target,
+        'apt-get',
+        '-q',
+        '-o',
+        'Acquire::Retries=3',
+        // The root is a throwaway copy until it is renamed into place: dpkg need not fsync.
+        '-o',
+        'Dpkg::Options::=--force-unsafe-io',
+        ...args,
+      ],
+      progress,
+    );
   try {
     await apt(['update']);
     await apt(['install', '-y', '--no-install-recommends', ...opts.packages]);

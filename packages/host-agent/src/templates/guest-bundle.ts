@@ -21,7 +21,7 @@ const SPAWNER_SOURCE = fileURLToPath(
 
 /** The code interpreter's driver and its contexts (guest-agent/code), copied to <bundle>/code. */
 const CODE_DIR = fileURLToPath(new URL('../../../guest-agent/code/', import.meta.url));
-const CODE_FILES = ['driver.py', 'js-context.js', 'bash-context.sh'];
+const CODE_FILES = ['driver.py', 'js-context.mjs', 'bash-context.sh'];
 
 async function bundleAgent(): Promise<string> {
   const result = await build({

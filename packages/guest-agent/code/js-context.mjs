@@ -2,10 +2,13 @@
 // Reads {"code"} lines on stdin, runs each in one vm context (so globals and
 // top-level declarations persist), writes JSON lines: stdout, stderr, result,
 // error, then done. SIGINT breaks a running script (breakOnSigint).
-'use strict';
-const vm = require('node:vm');
-const util = require('node:util');
-const readline = require('node:readline');
+import { createRequire } from 'node:module';
+import readline from 'node:readline';
+import util from 'node:util';
+import vm from 'node:vm';
+
+// require() in the context resolves from the working directory, as in a REPL.
+const require = createRequire(`${process.cwd()}/`);
 
 const out = (msg) => process.stdout.write(JSON.stringify(msg) + '\n');
 const fmt = (args) => util.formatWithOptions({ colors: false }, ...args) + '\n';
