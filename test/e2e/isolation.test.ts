@@ -60,6 +60,12 @@ const CASES: Record<string, Case> = {
   'DELETE /v1/sandboxes/:id/pty/:pty_id': { code: SBX },
   'POST /v1/sandboxes/:id/pty/:pty_id/resize': { code: SBX, json: { cols: 100, rows: 30 } },
   'POST /v1/sandboxes/:id/pty/:pty_id/token': { code: SBX, json: {} },
+  'POST /v1/sandboxes/:id/code': { code: SBX, json: { code: 'echo by-b', language: 'bash' } },
+  'POST /v1/sandboxes/:id/code/contexts': { code: SBX, json: { language: 'bash' } },
+  'GET /v1/sandboxes/:id/code/contexts': { code: SBX },
+  'POST /v1/sandboxes/:id/code/contexts/:context_id/restart': { code: SBX },
+  'DELETE /v1/sandboxes/:id/code/contexts/:context_id': { code: SBX },
+  'DELETE /v1/sandboxes/:id/code/executions/:execution_id': { code: SBX },
   'GET /v1/sandboxes/:id/files': { code: SBX, query: 'path=/tmp/a.txt' },
   'PUT /v1/sandboxes/:id/files': { code: SBX, query: 'path=/tmp/a.txt', raw: octet },
   'DELETE /v1/sandboxes/:id/files': { code: SBX, query: 'path=/tmp/a.txt' },
@@ -116,6 +122,7 @@ describe('organisation isolation across every route family (real gVisor)', () =>
     sandbox: '',
     pid: 0,
     pty: '',
+    context: '',
     snapshot: '',
     volume: 'iso-vol-a',
     template: 'iso-tpl-a',
@@ -150,6 +157,7 @@ describe('organisation isolation across every route family (real gVisor)', () =>
         .sort(),
       process: (await get(`/v1/sandboxes/${a.sandbox}/processes/${a.pid}`)).state,
       pty: await get(`/v1/sandboxes/${a.sandbox}/pty/${a.pty}`),
+      contexts: (await get(`/v1/sandboxes/${a.sandbox}/code/contexts`)).items,
       network: await get(`/v1/sandboxes/${a.sandbox}/network`),
       snapshot: (await get(`/v1/snapshots/${a.snapshot}`)).id,
       volume: (await get(`/v1/volumes/${a.volume}`)).name,
@@ -215,6 +223,9 @@ describe('organisation isolation across every route family (real gVisor)', () =>
       await asA(`${s}/processes`, { method: 'POST', json: { cmd: 'sleep', args: ['600'] } })
     ).pid;
     a.pty = (await asA(`${s}/pty`, { method: 'POST', json: { cols: 80, rows: 24 } })).pty_id;
+    a.context = (
+      await asA(`${s}/code/contexts`, { method: 'POST', json: { language: 'bash' } })
+    ).id;
     a.snapshot = (await asA(`${s}/snapshots`, { method: 'POST' })).id;
     await asA('/v1/volumes', { method: 'POST', json: { name: a.volume, size_mb: 8 } });
     a.webhook = (
@@ -254,10 +265,16 @@ describe('organisation isolation across every route family (real gVisor)', () =>
     assert.equal(before.file, 'a secret of A');
     assert.equal(before.process, 'running');
     assert.equal(before.pty.state, 'running');
+    assert.deepEqual(
+      before.contexts.map((c: Json) => c.id),
+      [a.context],
+    );
     assert.equal(before.keyWorks, 200);
     const params: Record<string, string> = {
       pid: String(a.pid),
       pty_id: a.pty,
+      context_id: a.context,
+      execution_id: 'exe_0123456789abcdef0123',
       snapshot_id: a.snapshot,
       message_id: 'msg_0123456789abcdef',
     };

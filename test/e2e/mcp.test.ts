@@ -21,6 +21,7 @@ const DEFAULT_TOOLS = [
   'list_files',
   'list_sandboxes',
   'read_file',
+  'run_code',
   'write_file',
 ];
 

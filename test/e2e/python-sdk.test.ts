@@ -3,7 +3,7 @@
  * its pytest suite (python/tests) with the platform's URL and token, from
  * source (PYTHONPATH=python/src, nothing installed). The suite builds
  * templates, so the platform gets a private copy of the templates directory
- * (hard links of base, the guest bundles and postgres-17), like the template tests.
+ * (hard links of base, the guest bundles, postgres-17 and code-interpreter), like the template tests.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
@@ -37,7 +37,7 @@ describe('Python SDK (pytest against real gVisor)', { timeout: 600_000 }, () => 
     tmp = mkdtempSync('/tmp/wpy-');
     const templatesDir = join(tmp, 'templates');
     mkdirSync(templatesDir);
-    for (const t of ['base', '.guest', 'postgres-17']) {
+    for (const t of ['base', '.guest', 'postgres-17', 'code-interpreter']) {
       if (existsSync(join(TEMPLATES_DIR, t)))
         execFileSync('cp', ['-al', join(TEMPLATES_DIR, t), join(templatesDir, t)]);
     }

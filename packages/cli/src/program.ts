@@ -4,6 +4,7 @@
  */
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
+import { register as sandboxCode } from './commands/sandbox/code';
 import { register as sandboxCp } from './commands/sandbox/cp';
 import { register as sandboxCreate } from './commands/sandbox/create';
 import { register as sandboxExec } from './commands/sandbox/exec';
@@ -51,6 +52,7 @@ export function createProgram(io: Io): Command {
   sandboxCreate(sandbox, io);
   sandboxLs(sandbox, io);
   sandboxExec(sandbox, io);
+  sandboxCode(sandbox, io);
   sandboxKill(sandbox, io);
   sandboxCp(sandbox);
   sandboxNetwork(sandbox, io);

@@ -19,6 +19,7 @@ import {
 } from '@warren/protocol/guest';
 import { closePortConnections } from './ports';
 import { dropEgress, egressEnv } from './egress';
+import { CodeInterpreter } from './code';
 import { ProcessTable } from './processes';
 import { PtyTable } from './pty';
 import { handle, type GuestState } from './routes';
@@ -52,6 +53,11 @@ const state: GuestState = {
   startedAt: Date.now(),
   processes,
   pty: new PtyTable(processEnv, processes.helper),
+  code: new CodeInterpreter(() => ({
+    env: processEnv,
+    cwd: state.defaults?.cwd,
+    user: state.defaults?.user,
+  })),
   prepareCheckpoint: () => {
     attempts = 0;
     closePortConnections();

@@ -12,6 +12,8 @@ import {
   type PortConnect,
   type GuestVolume,
 } from '@warren/protocol/guest';
+import type { CodeInterpreter } from './code';
+import { routeCode } from './code-routes';
 import { dialData } from './data';
 import { configureEgress } from './egress';
 import { readJson } from './body';
@@ -34,6 +36,7 @@ export interface GuestState {
   readonly startedAt: number;
   readonly processes: ProcessTable;
   readonly pty: PtyTable;
+  readonly code: CodeInterpreter;
   prepareCheckpoint(): void;
 }
 
@@ -89,6 +92,7 @@ export async function route(
   }
   if (path === GUEST_PATHS.reset && method === 'POST') {
     state.pty.clear();
+    state.code.reset();
     const killed = await state.processes.reset();
     await files.emptyDir('/dev/shm');
     return sendJson(stream, 200, { killed });
@@ -149,6 +153,7 @@ export async function route(
     }
   }
 
+  if (await routeCode(state.code, stream, method, path)) return;
   if (await routePty(state.pty, state.defaults, stream, method, path, q)) return;
 
   if (path === GUEST_PATHS.filesReceive && method === 'POST') {

@@ -10,6 +10,7 @@ import { defaultRunsc, type HostAgentConfig } from './config';
 import type { HostContext } from './context';
 import { guestFiles } from './guest/files';
 import { guestProcesses } from './guest/processes';
+import { guestCode } from './guest/code';
 import { guestPty } from './guest/pty';
 import { AddressGuard, parseCidrList } from './network/addresses';
 import { EgressCa } from './network/ca';
@@ -155,6 +156,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
     },
     processes: guestProcesses(channelOf),
     pty: guestPty(channelOf),
+    code: guestCode(channelOf),
     files,
     templates: hostTemplateApi(ctx, {
       catalog: ctx.catalog,

@@ -21,3 +21,4 @@ export * from './api/webhooks';
 export * from './api/pty';
 
 export type { Static, TSchema } from '@sinclair/typebox';
+export * from './api/code';

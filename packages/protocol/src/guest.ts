@@ -62,6 +62,11 @@ export const GUEST_PATHS = {
   volumes: '/volumes',
   /** Terminal sessions: /pty, /pty/<id>, /pty/<id>/resize, /pty/<id>/attach. */
   pty: '/pty',
+  /**
+   * The code interpreter: /code/run (ndjson of CodeEvent), /code/contexts,
+   * /code/contexts/<id>, /code/contexts/<id>/restart, /code/executions/<id>.
+   */
+  code: '/code',
 } as const;
 
 /** Sent by the host after every (re)connection: who the sandbox is now. */

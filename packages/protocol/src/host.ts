@@ -10,6 +10,10 @@
  */
 import type { Duplex, Readable } from 'node:stream';
 import type {
+  CodeContext,
+  CodeContextCreateRequest,
+  CodeEvent,
+  CodeRunRequest,
   ExecEvent,
   FileInfo,
   FileWatchEvent,
@@ -233,6 +237,23 @@ export interface HostPtyApi {
   ): Promise<PtyAttachment>;
 }
 
+/** The code interpreter of a sandbox (docs/code-interpreter.md). */
+export interface HostCodeApi {
+  /**
+   * Runs code; yields start, then stdout, stderr, result and error events, then
+   * end. Aborting `signal` before the end interrupts the run. Errors before
+   * the start throw (CONTEXT_NOT_FOUND, INTERPRETER_UNAVAILABLE).
+   */
+  run(id: string, req: CodeRunRequest, o?: ExecOptions): Promise<AsyncIterable<CodeEvent>>;
+  createContext(id: string, req: CodeContextCreateRequest): Promise<CodeContext>;
+  listContexts(id: string): Promise<CodeContext[]>;
+  /** A fresh interpreter for the context (its state is gone); CONTEXT_NOT_FOUND if none. */
+  restartContext(id: string, contextId: string): Promise<CodeContext>;
+  deleteContext(id: string, contextId: string): Promise<void>;
+  /** Interrupts a running execution; EXECUTION_NOT_FOUND when none of that id runs. */
+  interrupt(id: string, executionId: string): Promise<void>;
+}
+
 export interface HostFileApi {
   read(id: string, path: string): Promise<{ size: number; stream: Readable }>;
   write(id: string, path: string, body: Readable, mode?: string): Promise<WriteResult>;
@@ -355,6 +376,7 @@ export interface HostApi {
   readonly sandboxes: HostSandboxApi;
   readonly processes: HostProcessApi;
   readonly pty: HostPtyApi;
+  readonly code: HostCodeApi;
   readonly files: HostFileApi;
   readonly templates: HostTemplateApi;
   readonly volumes: HostVolumeApi;

@@ -18,6 +18,8 @@ export type { Signal } from './processes';
 export { Files } from './files';
 export { Pty, PtyConnection } from './pty';
 export type { PtyClose, PtyConnectOptions, PtyCreateOptions } from './pty';
+export { Code } from './code';
+export type { CodeError, CodeResult, Execution, RunCodeOptions } from './code';
 export { Network } from './network';
 export type { EgressLogOptions } from './network';
 export type { WatchHandle, WatchOptions, WriteData, WriteOptions } from './files';
@@ -62,6 +64,9 @@ export type {
   ProcessInfo,
   PtyInfo,
   PtyToken,
+  CodeContext,
+  CodeEvent,
+  CodeLanguage,
   FileInfo,
   FileWatchEvent,
   WriteResult,

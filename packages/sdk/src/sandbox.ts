@@ -21,6 +21,7 @@ import { Network } from './network';
 import { Processes } from './processes';
 import { sandboxMetrics, type MetricsOptions } from './usage';
 import { Pty } from './pty';
+import { Code, runCode, type Execution, type RunCodeOptions } from './code';
 
 export interface SandboxCreateOptions extends ConnectionOptions {
   /** Template name; the server defaults to 'base'. */
@@ -83,6 +84,8 @@ export class Sandbox {
   readonly network: Network;
   /** Terminal sessions (a process on a pseudo-terminal, viewed over WebSockets). */
   readonly pty: Pty;
+  /** The code interpreter's contexts and interrupts (runCode runs code). */
+  readonly code: Code;
   readonly #http: HttpClient;
   #previewToken: string | undefined;
 
@@ -96,6 +99,12 @@ export class Sandbox {
     this.files = new Files(http, info.id);
     this.network = new Network(http, info.id);
     this.pty = new Pty(http, info.id);
+    this.code = new Code(http, info.id);
+  }
+
+  /** Runs code in the code interpreter (python by default) and collects its events. */
+  runCode(code: string, opts: RunCodeOptions = {}): Promise<Execution> {
+    return runCode(this.#http, this.id, code, opts);
   }
 
   /** Creates a sandbox: `create()`, `create({ template: 'base', ... })` or `create('base', opts)`. */

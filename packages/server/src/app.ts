@@ -14,6 +14,7 @@ import { WarrenError, newId } from '@warren/protocol';
 import type { Principal } from './auth';
 import type { AppContext } from './context';
 import { errorHandler, toWarrenError } from './errors';
+import { codeRoutes } from './routes/code';
 import { execRoutes } from './routes/exec';
 import { fileRoutes } from './routes/files';
 import { healthRoutes } from './routes/health';
@@ -205,6 +206,7 @@ export async function buildApp(
   await app.register(quotaRoutes(ctx));
   await app.register(webhookRoutes(ctx));
   await app.register(ptyRoutes(ctx));
+  await app.register(codeRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

@@ -38,6 +38,7 @@ from ._errors import (
     error_class,
 )
 from ._results import CommandResult, OutputHandler, to_exec_request
+from ._code import Execution, ExecutionError, Result
 from ._streams import AsyncByteStream, AsyncEventStream, ByteStream, EventStream
 from ._sync.commands import CommandHandle, Commands
 from ._sync.files import Files
@@ -141,6 +142,9 @@ __all__ = [
     "TemplateBuildError",
     "Templates",
     "UpstreamError",
+    "Execution",
+    "ExecutionError",
+    "Result",
     "Volume",
     "VolumeMount",
     "Volumes",

@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { ID_PREFIX, WarrenError, newId, type ReadyProbe, type Template } from '@warren/protocol';
 import { OfficialBuilds, notBuiltError } from './official';
 import { finishPostgresRoot } from './postgres-root';
+import { deriveRoot } from './derived-root';
 import { debootstrap, type Progress } from './rootfs';
 
 /** What a template record holds besides its build results. */
@@ -48,6 +49,11 @@ export interface TemplateRecipe extends TemplateMeta {
    * the root counts as built only once this has succeeded.
    */
   finish?: (rootfs: string, progress: Progress) => Promise<void>;
+  /**
+   * Made from this official template's root (copied, then `packages` installed
+   * with apt-get in a chroot: derived-root.ts) instead of by debootstrap.
+   */
+  from?: string;
 }
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
@@ -92,11 +98,22 @@ export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
     maxDiskMb: MAX_DISK_MB,
   },
   // Built only when asked (WARREN_TEMPLATES or POST /v1/templates/<name>/rebuild).
+  // The code interpreter's (docs/code-interpreter.md): made from the base root by apt-get.
   'code-interpreter': {
     name: 'code-interpreter',
-    description: 'Debian 12 with python3, numpy, pandas and matplotlib (MPLBACKEND=Agg)',
+    description:
+      'Debian 12 with a Jupyter kernel (ipykernel), numpy, pandas, matplotlib, python-lsp-server and Node.js',
     suite: 'bookworm',
-    packages: ['python3', 'python3-numpy', 'python3-pandas', 'python3-matplotlib'],
+    from: 'base',
+    packages: [
+      'python3-ipykernel',
+      'python3-jupyter-client',
+      'python3-numpy',
+      'python3-pandas',
+      'python3-matplotlib',
+      'python3-pylsp',
+      'nodejs',
+    ],
     defaultCpu: 1,
     defaultMemoryMb: 1024,
     maxCpu: 2,
@@ -229,6 +246,22 @@ export class TemplateCatalog {
   async ensureRootfs(recipe: TemplateRecipe, progress: Progress): Promise<string> {
     const rootfs = join(this.dir(recipe.name), 'rootfs');
     if (existsSync(join(rootfs, 'usr/bin'))) return rootfs;
+    const base = recipe.from !== undefined ? officialRecipe(recipe.from) : undefined;
+    if (base) {
+      const baseRoot = await this.ensureRootfs(base, progress);
+      progress(`building root filesystem of template ${recipe.name} (${base.name} + apt-get)`);
+      const building = `${rootfs}.build`;
+      try {
+        const aptCache = join(this.root, '.apt-cache', recipe.suite);
+        await deriveRoot(building, { baseRoot, packages: recipe.packages, aptCache }, progress);
+        if (recipe.finish) await recipe.finish(building, progress);
+        await rm(rootfs, { recursive: true, force: true });
+        await rename(building, rootfs);
+      } finally {
+        await rm(building, { recursive: true, force: true });
+      }
+      return rootfs;
+    }
     progress(`building root filesystem of template ${recipe.name} (debootstrap ${recipe.suite})`);
     const opts = { suite: recipe.suite, packages: recipe.packages, mirror: this.mirror };
     if (!recipe.finish) {

@@ -19,6 +19,10 @@ const SPAWNER_SOURCE = fileURLToPath(
   new URL('../../../guest-agent/native/spawner.c', import.meta.url),
 );
 
+/** The code interpreter's driver and its contexts (guest-agent/code), copied to <bundle>/code. */
+const CODE_DIR = fileURLToPath(new URL('../../../guest-agent/code/', import.meta.url));
+const CODE_FILES = ['driver.py', 'js-context.mjs', 'bash-context.sh'];
+
 async function bundleAgent(): Promise<string> {
   const result = await build({
     entryPoints: [AGENT_ENTRY],
@@ -55,11 +59,14 @@ export interface GuestBundle {
 export async function ensureGuestBundle(root: string): Promise<GuestBundle> {
   const agent = await bundleAgent();
   const spawnerSource = await readFile(SPAWNER_SOURCE);
+  const codeHash = createHash('sha256');
+  for (const f of CODE_FILES) codeHash.update(await readFile(join(CODE_DIR, f)));
   const node = realpathSync(process.execPath);
   const nodeStat = await stat(node);
   const key = createHash('sha256')
     .update(agent)
     .update(createHash('sha256').update(spawnerSource).digest('hex'))
+    .update(codeHash.digest('hex'))
     .update(`${process.version}:${nodeStat.size}:${nodeStat.mtimeMs}`)
     .digest('hex')
     .slice(0, 16);
@@ -82,6 +89,8 @@ export async function ensureGuestBundle(root: string): Promise<GuestBundle> {
       stdio: ['ignore', 'ignore', 'inherit'],
     },
   );
+  await mkdir(join(tmp, 'code'));
+  for (const f of CODE_FILES) await copyFile(join(CODE_DIR, f), join(tmp, 'code', f));
   await writeFile(join(tmp, 'agent.js'), agent);
   await rm(dir, { recursive: true, force: true });
   await rename(tmp, dir);

@@ -1,5 +1,5 @@
 /**
- * The default tools: sandbox lifecycle, commands, files and preview URLs.
+ * The default tools: sandbox lifecycle, commands, files, preview URLs and run_code (tools-code.ts).
  * Each is one or two SDK calls; descriptions say what comes back and in which
  * units, so a model can call them right the first time.
  */
@@ -11,6 +11,7 @@ import type { ConnectionOptions } from '../config';
 import { Files } from '../files';
 import { Processes } from '../processes';
 import { Sandbox } from '../sandbox';
+import { registerCodeTool } from './tools-code';
 import { labels, sandboxId, sandboxSummary, ttlSeconds } from './describe';
 import { MAX_OUTPUT_CHARS, guarded, ok, trim } from './result';
 
@@ -21,6 +22,7 @@ const path = z
 
 export function registerDefaultTools(server: McpServer, conn: ConnectionOptions): void {
   const http = new HttpClient(conn);
+  registerCodeTool(server, http);
 
   server.registerTool(
     'create_sandbox',

@@ -69,7 +69,7 @@ describe('MCP tools', () => {
   it('offers only the groups asked for', async () => {
     const names = async (g?: ToolGroup[]) =>
       (await (await connect(g)).listTools()).tools.map((t) => t.name).sort();
-    assert.equal((await names()).length, 8);
+    assert.equal((await names()).length, 9);
     assert.deepEqual(await names(['templates']), ['list_templates']);
     assert.deepEqual(await names(['databases']), [
       'create_database',

@@ -48,6 +48,13 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   'DELETE /v1/sandboxes/:id/pty/:pty_id': ['exec'],
   'POST /v1/sandboxes/:id/pty/:pty_id/resize': ['exec'],
   'POST /v1/sandboxes/:id/pty/:pty_id/token': ['exec'],
+  // Running code is running a program in the sandbox.
+  'POST /v1/sandboxes/:id/code': ['exec'],
+  'POST /v1/sandboxes/:id/code/contexts': ['exec'],
+  'GET /v1/sandboxes/:id/code/contexts': ['exec'],
+  'POST /v1/sandboxes/:id/code/contexts/:context_id/restart': ['exec'],
+  'DELETE /v1/sandboxes/:id/code/contexts/:context_id': ['exec'],
+  'DELETE /v1/sandboxes/:id/code/executions/:execution_id': ['exec'],
 
   'GET /v1/sandboxes/:id/files': ['files'],
   'PUT /v1/sandboxes/:id/files': ['files'],

@@ -12,6 +12,7 @@ import type {
   FileWatchEvent,
   GuestProcessStart,
   HostApi,
+  HostCodeApi,
   MkdirRequest,
   ProcessInfo,
   RenameRequest,
@@ -129,6 +130,11 @@ export class SandboxGuest {
   /** A connection to a port in a sandbox already resolved by the caller (preview URLs). */
   openPort(id: string, port: number): Promise<Duplex> {
     return this.host.sandboxes.openPort(id, port);
+  }
+
+  /** The code interpreter of a sandbox (resolved and woken as for any call) and its host's calls. */
+  async code(orgId: string, id: string): Promise<{ sandbox: string; api: HostCodeApi }> {
+    return { sandbox: await this.use(orgId, id), api: this.host.code };
   }
 
   /** Counts the end of a long operation (an exec that ran for minutes) as activity. */

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, cast
 
+from .._code import CodeHandlers, Execution, ExecutionError, Result, apply_event, no_end, run_request
 from .._errors import NotFoundError
 from .._http import SyncHttp
 from .._types import (
@@ -20,6 +21,7 @@ from .._types import (
     VolumeMount,
 )
 from .._util import class_or_instance, drop_none, seg
+from .._streams import EventStream
 from .commands import Commands
 from .files import Files
 from .network import Network
@@ -243,6 +245,37 @@ class Sandbox:
     def _patch(self, body: dict[str, Any]) -> SandboxInfo:
         self.info = cast(SandboxInfo, self._http.json("PATCH", path(self.id), json=body))
         return self.info
+
+    def run_code(
+        self,
+        code: str,
+        *,
+        language: str | None = None,
+        context: str | None = None,
+        timeout: float | None = None,
+        on_stdout: Callable[[str], None] | None = None,
+        on_stderr: Callable[[str], None] | None = None,
+        on_result: Callable[[Result], None] | None = None,
+        on_error: Callable[[ExecutionError], None] | None = None,
+    ) -> Execution:
+        """Runs code in the code interpreter (python by default; docs/code-interpreter.md).
+
+        State persists in the context (``context``: a context id; default: the
+        language's default context). ``timeout`` is in seconds: the run is then
+        interrupted and the context keeps its state.
+        """
+        req = run_request(code, language, context, timeout)
+        p = f"{path(self.id)}/code"
+        stream: EventStream[dict[str, Any]] = EventStream(
+            self._http, lambda: self._http.stream("POST", p, json=req), "running code"
+        )
+        exe = Execution()
+        handlers = CodeHandlers(on_stdout, on_stderr, on_result, on_error)
+        with stream:
+            for event in stream:
+                if apply_event(exe, event, handlers):
+                    return exe
+        raise no_end()
 
     def set_timeout(self, timeout: int) -> SandboxInfo:
         """Sets the idle time-to-live in seconds; it restarts from now."""
