@@ -19,5 +19,6 @@ export * from './api/usage';
 export * from './api/quotas';
 export * from './api/webhooks';
 export * from './api/pty';
+export * from './api/lsp';
 
 export type { Static, TSchema } from '@sinclair/typebox';

@@ -18,6 +18,8 @@ export type { Signal } from './processes';
 export { Files } from './files';
 export { Pty, PtyConnection } from './pty';
 export type { PtyClose, PtyConnectOptions, PtyCreateOptions } from './pty';
+export { Lsp } from './lsp';
+export type { LspCallOptions, LspConnection, LspConnectOptions } from './lsp';
 export { Network } from './network';
 export type { EgressLogOptions } from './network';
 export type { WatchHandle, WatchOptions, WriteData, WriteOptions } from './files';

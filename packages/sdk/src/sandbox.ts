@@ -20,6 +20,7 @@ import { Files } from './files';
 import { Network } from './network';
 import { Processes } from './processes';
 import { sandboxMetrics, type MetricsOptions } from './usage';
+import { Lsp } from './lsp';
 import { Pty } from './pty';
 
 export interface SandboxCreateOptions extends ConnectionOptions {
@@ -83,6 +84,8 @@ export class Sandbox {
   readonly network: Network;
   /** Terminal sessions (a process on a pseudo-terminal, viewed over WebSockets). */
   readonly pty: Pty;
+  /** Language servers: an LSP connection, and compact calls answered as text. */
+  readonly lsp: Lsp;
   readonly #http: HttpClient;
   #previewToken: string | undefined;
 
@@ -96,6 +99,7 @@ export class Sandbox {
     this.files = new Files(http, info.id);
     this.network = new Network(http, info.id);
     this.pty = new Pty(http, info.id);
+    this.lsp = new Lsp(http, info.id);
   }
 
   /** Creates a sandbox: `create()`, `create({ template: 'base', ... })` or `create('base', opts)`. */

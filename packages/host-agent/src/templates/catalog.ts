@@ -81,9 +81,11 @@ export function sizing(meta: TemplateMeta) {
 export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
   base: {
     name: 'base',
-    description: 'Debian 12 (bookworm) minimal with python3',
+    description:
+      'Debian 12 (bookworm) minimal with python3 and its language server (python3-pylsp, pyflakes)',
     suite: 'bookworm',
-    packages: ['python3'],
+    // pylsp (with jedi) and pyflakes serve /v1/sandboxes/:id/lsp: about 9 MiB of the root.
+    packages: ['python3', 'python3-pylsp', 'python3-pyflakes', 'python3-setuptools'],
     defaultCpu: 1,
     defaultMemoryMb: 512,
     maxCpu: 2,

@@ -48,6 +48,9 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   'DELETE /v1/sandboxes/:id/pty/:pty_id': ['exec'],
   'POST /v1/sandboxes/:id/pty/:pty_id/resize': ['exec'],
   'POST /v1/sandboxes/:id/pty/:pty_id/token': ['exec'],
+  'GET /v1/sandboxes/:id/lsp': ['exec'],
+  'POST /v1/sandboxes/:id/lsp/token': ['exec'],
+  'POST /v1/sandboxes/:id/lsp/:action': ['exec'],
 
   'GET /v1/sandboxes/:id/files': ['files'],
   'PUT /v1/sandboxes/:id/files': ['files'],
