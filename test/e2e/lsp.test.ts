@@ -9,6 +9,9 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { WebSocket } from 'ws';
 import { Sandbox } from '@warren/sdk';
+import { createWarrenMcpServer } from '@warren/sdk/mcp';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { createSandbox, startTestPlatform, type TestPlatform } from '../fixture';
 import { waitFor } from '../wait';
 
@@ -227,7 +230,7 @@ describe('language servers (real gVisor, real pylsp)', () => {
     const hover = await call('hover', { ...at, path: 'main.py', line: 3, col: 8 });
     assert.match(hover.text, /Say hello to someone/);
     const symbols = await call('symbols', { ...at, path: 'lib.py' });
-    assert.match(symbols.text, new RegExp(`^${ROOT}/lib.py:1:5 function greet$`, 'm'));
+    assert.match(symbols.text, new RegExp(`^${ROOT}/lib.py:1:1 function greet$`, 'm'));
     const diags = await call('diagnostics', { ...at, path: 'bad.py' });
     assert.match(diags.text, new RegExp(`^${ROOT}/bad.py:5:12: error: undefined name`, 'm'));
     assert.match(diags.text, /'os' imported but unused/);
@@ -279,6 +282,44 @@ describe('language servers (real gVisor, real pylsp)', () => {
       col: 7,
     });
     assert.equal(def.text, `${ROOT}/lib.py:1:5`);
+  });
+
+  it("the MCP lsp group's tools return the compact text", async () => {
+    const server = createWarrenMcpServer(
+      { apiUrl: p.url, apiKey: p.adminToken },
+      { groups: ['lsp'] },
+    );
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await server.connect(a);
+    const client = new McpClient({ name: 'lsp-e2e', version: '1' });
+    await client.connect(b);
+    try {
+      const text = async (name: string, args: Json) => {
+        const r = (await client.callTool({ name, arguments: { sandbox_id: id, ...args } })) as Json;
+        assert.ok(!r.isError, JSON.stringify(r));
+        return r.content[0].text as string;
+      };
+      const at = { language: 'python', root: ROOT };
+      assert.equal(
+        await text('lsp_definition', { ...at, path: 'main.py', line: 3, col: 8 }),
+        `${ROOT}/lib.py:1:5`,
+      );
+      assert.match(
+        await text('lsp_hover', { ...at, path: 'main.py', line: 3, col: 8 }),
+        /Say hello/,
+      );
+      assert.match(await text('lsp_diagnostics', { ...at, path: 'bad.py' }), /undefined name/);
+      const refs = await text('lsp_references', { ...at, path: 'lib.py', line: 1, col: 5 });
+      assert.equal(refs.split('\n').length, 4);
+      const bad = (await client.callTool({
+        name: 'lsp_hover',
+        arguments: { sandbox_id: id, ...at, path: 'lib.py', line: 99, col: 1 },
+      })) as Json;
+      assert.equal(bad.isError, true);
+      assert.match(bad.content[0].text, /^POSITION_OUT_OF_RANGE: /);
+    } finally {
+      await client.close();
+    }
   });
 
   it('a warm server stops after the idle limit', async () => {

@@ -84,7 +84,7 @@ export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
     description:
       'Debian 12 (bookworm) minimal with python3 and its language server (python3-pylsp, pyflakes)',
     suite: 'bookworm',
-    // pylsp (with jedi) and pyflakes serve /v1/sandboxes/:id/lsp: about 9 MiB of the root.
+    // pylsp (with jedi; setuptools for its plugins) and pyflakes serve /v1/sandboxes/:id/lsp: 19 MB.
     packages: ['python3', 'python3-pylsp', 'python3-pyflakes', 'python3-setuptools'],
     defaultCpu: 1,
     defaultMemoryMb: 512,
