@@ -22,8 +22,9 @@ const host = await createHostAgent(
   ),
 );
 const started = Date.now();
-// base for everything; postgres-17 for the managed databases (test/e2e/db-postgres.test.ts).
-const names = (process.env.WARREN_TEMPLATES ?? 'base,postgres-17').split(',');
+// base for everything; postgres-17 for the managed databases (test/e2e/db-postgres.test.ts);
+// typescript for its language server (test/e2e/lsp-typescript.test.ts).
+const names = (process.env.WARREN_TEMPLATES ?? 'base,postgres-17,typescript').split(',');
 await host.templates.ensure(names, (line) => console.log(`[templates] ${line}`));
 for (const name of names) {
   const t = await host.templates.get(name);

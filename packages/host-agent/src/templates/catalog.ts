@@ -15,6 +15,7 @@ import { ID_PREFIX, WarrenError, newId, type ReadyProbe, type Template } from '@
 import { OfficialBuilds, notBuiltError } from './official';
 import { finishPostgresRoot } from './postgres-root';
 import { debootstrap, type Progress } from './rootfs';
+import { finishTypescriptRoot } from './typescript-root';
 
 /** What a template record holds besides its build results. */
 export interface TemplateMeta {
@@ -104,6 +105,19 @@ export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
     maxCpu: 2,
     maxMemoryMb: 4096,
     env: { MPLBACKEND: 'Agg' },
+  },
+  // Built only when asked: Node.js 18 and typescript-language-server from npm (typescript-root.ts).
+  typescript: {
+    name: 'typescript',
+    description:
+      'Debian 12 with Node.js 18, TypeScript 5 and typescript-language-server (the TypeScript language server)',
+    suite: 'bookworm',
+    packages: ['nodejs'],
+    defaultCpu: 1,
+    defaultMemoryMb: 1024,
+    maxCpu: 2,
+    maxMemoryMb: 4096,
+    finish: finishTypescriptRoot,
   },
   // Managed databases: Debian 13, a seed cluster made at build (postgres-root.ts).
   'postgres-17': {

@@ -19,6 +19,9 @@ import { LanguageServerProcess } from './server-process';
 const REQUEST_TIMEOUT_MS = 60_000;
 /** Longest wait for diagnostics after a change (pylsp lints after a 0.5 s debounce). */
 const DIAGNOSTICS_TIMEOUT_MS = 20_000;
+/** Diagnostics count as complete once none came for this long (at most SETTLE_MAX_MS more). */
+const SETTLE_MS = 700;
+const SETTLE_MAX_MS = 5000;
 
 export interface LspDiagnostic {
   range: { start: { line: number; character: number } };
@@ -33,6 +36,8 @@ interface OpenDoc {
   text: string;
   /** Diagnostics published since the last change, if any yet. */
   diagnostics: LspDiagnostic[] | null;
+  /** When the server last published them (some publish in steps: syntax, then types). */
+  publishedAt: number;
   waiters: Array<(d: LspDiagnostic[]) => void>;
 }
 
@@ -58,6 +63,7 @@ export class WarmServer {
         const doc = this.docs.get(p.uri);
         if (!doc) return;
         doc.diagnostics = p.diagnostics;
+        doc.publishedAt = Date.now();
         for (const w of doc.waiters.splice(0)) w(p.diagnostics);
       },
     );
@@ -65,16 +71,32 @@ export class WarmServer {
 
   /** Runs `fn` after every call before it on this server. */
   run<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(fn);
+    this.busy += 1;
+    const next = this.queue.then(fn).finally(() => {
+      this.busy -= 1;
+      this.lastUsed = Date.now();
+    });
     this.queue = next.catch(() => undefined);
     return next;
   }
 
+  /** Calls queued or running: the idle time counts only from the end of the last. */
+  private busy = 0;
+
+  /** Stops the server (onIdle) once it has had no call for idleMs. */
   touch(idleMs: number, onIdle: () => void): void {
     this.lastUsed = Date.now();
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(onIdle, idleMs);
-    this.idleTimer.unref();
+    const arm = (ms: number) => {
+      if (this.idleTimer) clearTimeout(this.idleTimer);
+      this.idleTimer = setTimeout(() => {
+        const left = this.lastUsed + idleMs - Date.now();
+        if (this.busy > 0) arm(idleMs);
+        else if (left > 0) arm(left);
+        else onIdle();
+      }, ms);
+      this.idleTimer.unref();
+    };
+    arm(idleMs);
   }
 
   clearTimer(): void {
@@ -86,7 +108,7 @@ export class WarmServer {
     const uri = fileUri(path);
     const doc = this.docs.get(uri);
     if (!doc) {
-      this.docs.set(uri, { version: 1, text, diagnostics: null, waiters: [] });
+      this.docs.set(uri, { version: 1, text, diagnostics: null, publishedAt: 0, waiters: [] });
       await this.connection.sendNotification('textDocument/didOpen', {
         textDocument: { uri, languageId, version: 1, text },
       });
@@ -102,24 +124,36 @@ export class WarmServer {
     return uri;
   }
 
+  /** An error answer of the server is LANGUAGE_SERVER_FAILED with its message. */
   request<T>(method: string, params: unknown): Promise<T> {
-    return withTimeout(
-      this.connection.sendRequest<T>(method, params),
-      REQUEST_TIMEOUT_MS,
-      `the language server did not answer ${method}`,
-    );
+    const answer = this.connection.sendRequest<T>(method, params).catch((err: unknown) => {
+      const msg = err instanceof Error ? err.message : String(err);
+      throw new WarrenError(
+        'LANGUAGE_SERVER_FAILED',
+        `the language server failed ${method}: ${msg}`,
+      );
+    });
+    return withTimeout(answer, REQUEST_TIMEOUT_MS, `the language server did not answer ${method}`);
   }
 
   /** The diagnostics of the file's current text: those published since the last change. */
-  diagnostics(uri: string): Promise<LspDiagnostic[]> {
+  async diagnostics(uri: string): Promise<LspDiagnostic[]> {
     const doc = this.docs.get(uri);
-    if (!doc) return Promise.resolve([]);
-    if (doc.diagnostics) return Promise.resolve(doc.diagnostics);
-    return withTimeout(
-      new Promise<LspDiagnostic[]>((resolve) => doc.waiters.push(resolve)),
-      DIAGNOSTICS_TIMEOUT_MS,
-      'the language server published no diagnostics for the file',
-    );
+    if (!doc) return [];
+    if (!doc.diagnostics)
+      await withTimeout(
+        new Promise<LspDiagnostic[]>((resolve) => doc.waiters.push(resolve)),
+        DIAGNOSTICS_TIMEOUT_MS,
+        'the language server published no diagnostics for the file',
+      );
+    // Until the server has been quiet for a moment: later steps replace the first publish.
+    const until = Date.now() + SETTLE_MAX_MS;
+    for (;;) {
+      const quiet = doc.publishedAt + SETTLE_MS - Date.now();
+      if (quiet <= 0 || Date.now() >= until) break;
+      await new Promise((r) => setTimeout(r, quiet));
+    }
+    return doc.diagnostics ?? [];
   }
 
   async stop(): Promise<void> {
