@@ -9,11 +9,15 @@ import { Strict } from './strict';
 
 /** Languages with a known server, and the program each runs in the sandbox. */
 export const LSP_SERVERS = {
-  python: { cmd: 'pylsp', args: [] as string[], package: 'python3-pylsp (Debian)' },
+  python: {
+    cmd: 'pylsp',
+    args: [] as string[],
+    package: 'python3-pylsp (Debian; the base template has it)',
+  },
   typescript: {
     cmd: 'typescript-language-server',
     args: ['--stdio'],
-    package: 'typescript-language-server (npm)',
+    package: 'typescript-language-server (npm; the typescript template has it)',
   },
 } as const;
 export type LspLanguage = keyof typeof LSP_SERVERS;
