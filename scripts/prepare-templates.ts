@@ -23,8 +23,11 @@ const host = await createHostAgent(
 );
 const started = Date.now();
 // base for everything; postgres-17 for the managed databases (test/e2e/db-postgres.test.ts);
-// code-interpreter for test/e2e/code-interpreter.test.ts (made from base's root).
-const names = (process.env.WARREN_TEMPLATES ?? 'base,postgres-17,code-interpreter').split(',');
+// code-interpreter for test/e2e/code-interpreter.test.ts (made from base's root),
+// typescript for its language server (test/e2e/lsp-typescript.test.ts).
+const names = (
+  process.env.WARREN_TEMPLATES ?? 'base,postgres-17,code-interpreter,typescript'
+).split(',');
 await host.templates.ensure(names, (line) => console.log(`[templates] ${line}`));
 for (const name of names) {
   const t = await host.templates.get(name);

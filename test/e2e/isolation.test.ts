@@ -66,6 +66,12 @@ const CASES: Record<string, Case> = {
   'POST /v1/sandboxes/:id/code/contexts/:context_id/restart': { code: SBX },
   'DELETE /v1/sandboxes/:id/code/contexts/:context_id': { code: SBX },
   'DELETE /v1/sandboxes/:id/code/executions/:execution_id': { code: SBX },
+  'GET /v1/sandboxes/:id/lsp': { code: SBX, query: 'language=python&root=/root' },
+  'POST /v1/sandboxes/:id/lsp/token': { code: SBX, json: {} },
+  'POST /v1/sandboxes/:id/lsp/:action': {
+    code: SBX,
+    json: { language: 'python', path: '/tmp/a.txt', line: 1, col: 1 },
+  },
   'GET /v1/sandboxes/:id/files': { code: SBX, query: 'path=/tmp/a.txt' },
   'PUT /v1/sandboxes/:id/files': { code: SBX, query: 'path=/tmp/a.txt', raw: octet },
   'DELETE /v1/sandboxes/:id/files': { code: SBX, query: 'path=/tmp/a.txt' },
@@ -109,6 +115,23 @@ const CASES: Record<string, Case> = {
   'GET /v1/webhooks/:id/deliveries': { code: 'WEBHOOK_NOT_FOUND' },
   'POST /v1/webhooks/:id/deliveries/:message_id/redeliver': { code: 'WEBHOOK_NOT_FOUND' },
 };
+
+/** The HTTP answer to a WebSocket upgrade that must be refused. */
+function refusedUpgrade(url: string, key: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${key}` } });
+    ws.once('open', () => {
+      ws.close();
+      reject(new Error(`the upgrade of ${url} was accepted`));
+    });
+    ws.once('error', () => undefined);
+    ws.once('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+  });
+}
 
 describe('organisation isolation across every route family (real gVisor)', () => {
   let p: TestPlatform;
@@ -277,6 +300,7 @@ describe('organisation isolation across every route family (real gVisor)', () =>
       execution_id: 'exe_0123456789abcdef0123',
       snapshot_id: a.snapshot,
       message_id: 'msg_0123456789abcdef',
+      action: 'hover',
     };
     const byFamily: Record<string, string> = {
       sandboxes: a.sandbox,
@@ -337,7 +361,7 @@ describe('organisation isolation across every route family (real gVisor)', () =>
     assert.ok(mine.some((w: Json) => w.id === a.webhook));
   });
 
-  it("preview URLs and the PTY WebSocket of A's sandbox are not found with B's key", async () => {
+  it("preview URLs and the PTY and LSP WebSockets of A's sandbox are not found with B's key", async () => {
     const host = `3000-${a.sandbox}.localhost:${new URL(p.url).port}`;
     const preview = await previewRequest(p.url, host, '/', {
       headers: { authorization: `Bearer ${keyB}` },
@@ -360,6 +384,12 @@ describe('organisation isolation across every route family (real gVisor)', () =>
     });
     assert.equal(refused.status, 404);
     assert.equal(JSON.parse(refused.body).error.code, SBX);
+    const lsp = await refusedUpgrade(
+      `${p.url.replace('http', 'ws')}/v1/sandboxes/${a.sandbox}/lsp?language=python`,
+      keyB,
+    );
+    assert.equal(lsp.status, 404);
+    assert.equal(JSON.parse(lsp.body).error.code, SBX);
   });
 
   it("/metrics is the install admin's only: B's admin key gets 403", async () => {

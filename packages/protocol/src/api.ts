@@ -19,6 +19,7 @@ export * from './api/usage';
 export * from './api/quotas';
 export * from './api/webhooks';
 export * from './api/pty';
+export * from './api/lsp';
 
 export type { Static, TSchema } from '@sinclair/typebox';
 export * from './api/code';

@@ -20,6 +20,8 @@ export { Pty, PtyConnection } from './pty';
 export type { PtyClose, PtyConnectOptions, PtyCreateOptions } from './pty';
 export { Code } from './code';
 export type { CodeError, CodeResult, Execution, RunCodeOptions } from './code';
+export { Lsp } from './lsp';
+export type { LspCallOptions, LspConnection, LspConnectOptions } from './lsp';
 export { Network } from './network';
 export type { EgressLogOptions } from './network';
 export type { WatchHandle, WatchOptions, WriteData, WriteOptions } from './files';

@@ -20,6 +20,7 @@ import { Files } from './files';
 import { Network } from './network';
 import { Processes } from './processes';
 import { sandboxMetrics, type MetricsOptions } from './usage';
+import { Lsp } from './lsp';
 import { Pty } from './pty';
 import { Code, runCode, type Execution, type RunCodeOptions } from './code';
 
@@ -86,6 +87,8 @@ export class Sandbox {
   readonly pty: Pty;
   /** The code interpreter's contexts and interrupts (runCode runs code). */
   readonly code: Code;
+  /** Language servers: an LSP connection, and compact calls answered as text. */
+  readonly lsp: Lsp;
   readonly #http: HttpClient;
   #previewToken: string | undefined;
 
@@ -100,6 +103,7 @@ export class Sandbox {
     this.network = new Network(http, info.id);
     this.pty = new Pty(http, info.id);
     this.code = new Code(http, info.id);
+    this.lsp = new Lsp(http, info.id);
   }
 
   /** Runs code in the code interpreter (python by default) and collects its events. */

@@ -30,6 +30,7 @@ import { volumeRoutes } from './routes/volumes';
 import { databaseRoutes } from './routes/databases';
 import { keyRoutes } from './routes/keys';
 import { quotaRoutes } from './routes/quotas';
+import { lspRoutes } from './routes/lsp';
 import { ptyRoutes, WEBSOCKET_OPTIONS } from './routes/pty';
 import { accessHooks, declareRouteScopes } from './keys/hooks';
 import { metricsHooks } from './metrics/hooks';
@@ -207,6 +208,7 @@ export async function buildApp(
   await app.register(webhookRoutes(ctx));
   await app.register(ptyRoutes(ctx));
   await app.register(codeRoutes(ctx));
+  await app.register(lspRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

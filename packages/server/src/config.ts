@@ -3,7 +3,7 @@ import { totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DriverName, HostAgentConfig, S3StoreConfig } from '@warren/host-agent';
-import type { NetworkPolicy } from '@warren/protocol';
+import { LSP_IDLE_SECONDS, type NetworkPolicy } from '@warren/protocol';
 import { loadAuthConfig, type AuthConfig } from './auth-config';
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
@@ -29,6 +29,8 @@ export interface Config extends AuthConfig {
   defaultIdleTimeoutSeconds: number;
   /** Terminal sessions without a viewer are killed after this long (WARREN_PTY_IDLE_TIMEOUT_SECONDS). */
   ptyIdleTimeoutSeconds: number;
+  /** Warm language servers of the compact LSP calls stop after this long unused (WARREN_LSP_IDLE_SECONDS). */
+  lspIdleSeconds: number;
   /** A sandbox using more CPU than this (percent of one CPU, between sweeps) is not idle. */
   idleCpuPercent: number;
   sweepIntervalMs: number;
@@ -162,6 +164,7 @@ export function loadConfig(
     defaultIdleTimeoutSeconds: int(env.WARREN_DEFAULT_IDLE_TIMEOUT_SECONDS, 300),
     idleCpuPercent: int(env.WARREN_IDLE_CPU_PERCENT, 15),
     ptyIdleTimeoutSeconds: int(env.WARREN_PTY_IDLE_TIMEOUT_SECONDS, 3600),
+    lspIdleSeconds: int(env.WARREN_LSP_IDLE_SECONDS, LSP_IDLE_SECONDS),
     sweepIntervalMs: int(env.WARREN_SWEEP_INTERVAL_MS, 5000),
     stoppedRetentionSeconds: int(env.WARREN_STOPPED_RETENTION_SECONDS, 7 * 24 * 3600),
     readyTimeoutMs: int(env.WARREN_READY_TIMEOUT_MS, 15000),

@@ -16,6 +16,7 @@ import { OfficialBuilds, notBuiltError } from './official';
 import { finishPostgresRoot } from './postgres-root';
 import { deriveRoot } from './derived-root';
 import { debootstrap, type Progress } from './rootfs';
+import { finishTypescriptRoot } from './typescript-root';
 
 /** What a template record holds besides its build results. */
 export interface TemplateMeta {
@@ -87,9 +88,11 @@ export function sizing(meta: TemplateMeta) {
 export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
   base: {
     name: 'base',
-    description: 'Debian 12 (bookworm) minimal with python3',
+    description:
+      'Debian 12 (bookworm) minimal with python3 and its language server (python3-pylsp, pyflakes)',
     suite: 'bookworm',
-    packages: ['python3'],
+    // pylsp (with jedi; setuptools for its plugins) and pyflakes serve /v1/sandboxes/:id/lsp: 19 MB.
+    packages: ['python3', 'python3-pylsp', 'python3-pyflakes', 'python3-setuptools'],
     defaultCpu: 1,
     defaultMemoryMb: 512,
     maxCpu: 2,
@@ -119,6 +122,20 @@ export const BUILTIN_TEMPLATES: Record<string, TemplateRecipe> = {
     maxCpu: 2,
     maxMemoryMb: 4096,
     env: { MPLBACKEND: 'Agg' },
+  },
+  // Made from the base root: Node.js 18 by apt-get, typescript-language-server from npm (typescript-root.ts).
+  typescript: {
+    name: 'typescript',
+    description:
+      'Debian 12 with Node.js 18, TypeScript 5 and typescript-language-server (the TypeScript language server)',
+    suite: 'bookworm',
+    from: 'base',
+    packages: ['nodejs'],
+    defaultCpu: 1,
+    defaultMemoryMb: 1024,
+    maxCpu: 2,
+    maxMemoryMb: 4096,
+    finish: finishTypescriptRoot,
   },
   // Managed databases: Debian 13, a seed cluster made at build (postgres-root.ts).
   'postgres-17': {

@@ -9,11 +9,12 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WarrenError } from '@warren/protocol';
 import type { ConnectionOptions } from '../config';
 import { registerDefaultTools } from './tools-default';
+import { registerLspTools } from './tools-lsp';
 import { registerDatabaseTools, registerSnapshotTools, registerTemplateTools } from './tools-optin';
 
 export { MAX_OUTPUT_CHARS } from './result';
 
-export const TOOL_GROUPS = ['default', 'snapshots', 'databases', 'templates'] as const;
+export const TOOL_GROUPS = ['default', 'snapshots', 'databases', 'templates', 'lsp'] as const;
 export type ToolGroup = (typeof TOOL_GROUPS)[number];
 
 const REGISTER: Record<ToolGroup, (server: McpServer, conn: ConnectionOptions) => void> = {
@@ -21,6 +22,7 @@ const REGISTER: Record<ToolGroup, (server: McpServer, conn: ConnectionOptions) =
   snapshots: registerSnapshotTools,
   databases: registerDatabaseTools,
   templates: registerTemplateTools,
+  lsp: registerLspTools,
 };
 
 /**

@@ -71,6 +71,12 @@ describe('MCP tools', () => {
       (await (await connect(g)).listTools()).tools.map((t) => t.name).sort();
     assert.equal((await names()).length, 9);
     assert.deepEqual(await names(['templates']), ['list_templates']);
+    assert.deepEqual(await names(['lsp']), [
+      'lsp_definition',
+      'lsp_diagnostics',
+      'lsp_hover',
+      'lsp_references',
+    ]);
     assert.deepEqual(await names(['databases']), [
       'create_database',
       'delete_database',

@@ -55,6 +55,9 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   'POST /v1/sandboxes/:id/code/contexts/:context_id/restart': ['exec'],
   'DELETE /v1/sandboxes/:id/code/contexts/:context_id': ['exec'],
   'DELETE /v1/sandboxes/:id/code/executions/:execution_id': ['exec'],
+  'GET /v1/sandboxes/:id/lsp': ['exec'],
+  'POST /v1/sandboxes/:id/lsp/token': ['exec'],
+  'POST /v1/sandboxes/:id/lsp/:action': ['exec'],
 
   'GET /v1/sandboxes/:id/files': ['files'],
   'PUT /v1/sandboxes/:id/files': ['files'],
