@@ -146,7 +146,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       usage: (id) => sandboxUsage(ctx, id),
       async live() {
         const listed = new Set(await driver.list());
-        return ctx.registry.ids().filter((id) => listed.has(id));
+        return ctx.registry.ids().filter((id) => listed.has(ctx.registry.live(id).containerId));
       },
       checkNetwork: async (network) => checkSandboxNetwork(ctx, network),
       setNetwork: async (id, network) => setSandboxNetwork(ctx, id, network),

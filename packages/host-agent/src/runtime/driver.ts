@@ -85,8 +85,11 @@ export interface RuntimeDriver {
   memoryBytes(id: string): Promise<number | null>;
   /** How often the host's OOM killer killed a process of the sandbox; null when unknown. */
   oomKills(id: string): Promise<number | null>;
-  /** Ids of the sandboxes that are running or paused (for reconciliation after a restart). */
-  list(): Promise<string[]>;
+  /**
+   * Ids of the sandboxes that are running or paused (for reconciliation after
+   * a restart); with `all`, also those stopped that the runtime still holds.
+   */
+  list(o?: { all?: boolean }): Promise<string[]>;
   /** How the host reaches the guest agent of the sandbox with this spec. */
   guestEndpoint(spec: Pick<SandboxSpec, 'channelDir'>): GuestEndpoint;
 }

@@ -177,5 +177,12 @@ async function restore(
     });
   }
   // The reservation now belongs to the live sandbox: removing it from the registry releases it.
-  ctx.registry.add({ id: req.id, memoryMb: size.memory_mb, channel, workDir, paused: false });
+  ctx.registry.add({
+    id: req.id,
+    containerId: req.id,
+    memoryMb: size.memory_mb,
+    channel,
+    workDir,
+    paused: false,
+  });
 }

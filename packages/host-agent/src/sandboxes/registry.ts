@@ -5,9 +5,23 @@
  */
 import { WarrenError, type HostCapacity } from '@warren/protocol';
 import type { GuestChannel } from '../guest/channel';
+import { ownerOf } from './runtime-ids';
+
+const RUNTIME = 'runtime:';
+
+/** The teardown key of the runtime's removal of one container. */
+export function runtimeKey(containerId: string): string {
+  return RUNTIME + containerId;
+}
 
 export interface LiveSandbox {
   id: string;
+  /**
+   * The runtime's container of this sandbox now: the sandbox id until its
+   * first wake, then a new one per wake (see runtimeIds.ts), so a wake never
+   * waits for the runtime to forget the container it hibernated.
+   */
+  containerId: string;
   memoryMb: number;
   channel: GuestChannel;
   workDir: string;
@@ -20,7 +34,11 @@ export class SandboxRegistry {
   private readonly started = new Map<string, string>();
   /** Memory reserved by sandboxes being created or running, in MiB. */
   private reservedMb = 0;
-  /** Runtime teardowns still running in the background, by sandbox (awaited by settle). */
+  /**
+   * Teardowns still running in the background (awaited by settle), by key:
+   * a sandbox id for its work directory and disk, `runtime:<container id>`
+   * for the runtime's removal of one container (runtimeKey).
+   */
   private readonly teardowns = new Map<string, Promise<void>>();
 
   constructor(
@@ -100,7 +118,7 @@ export class SandboxRegistry {
     return sbx;
   }
 
-  /** Runs `work` after any earlier teardown of the same sandbox; failures are swallowed. */
+  /** Runs `work` after any earlier teardown of the same key; failures are swallowed. */
   teardown(id: string, work: () => Promise<unknown>): void {
     const previous = this.teardowns.get(id) ?? Promise.resolve();
     const done: Promise<void> = previous
@@ -115,9 +133,19 @@ export class SandboxRegistry {
     this.teardowns.set(id, done);
   }
 
-  /** Waits for the background teardown of one sandbox (to reuse its id). */
+  /** Waits for the background teardown of one key (a sandbox's disk, to make it again). */
   async teardownOf(id: string): Promise<void> {
     await this.teardowns.get(id);
+  }
+
+  /** Waits for the runtime's removal of every container of a sandbox still pending. */
+  async runtimeTeardownsOf(sandboxId: string): Promise<void> {
+    const own = [...this.teardowns.entries()]
+      .filter(
+        ([key]) => key.startsWith(RUNTIME) && ownerOf(key.slice(RUNTIME.length)) === sandboxId,
+      )
+      .map(([, done]) => done);
+    await Promise.all(own);
   }
 
   /** Waits until every background teardown has finished. */

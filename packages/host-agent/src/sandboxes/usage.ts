@@ -30,8 +30,8 @@ export async function sandboxUsage(ctx: HostContext, id: string): Promise<HostSa
   if (!ctx.registry.has(id) || startedAt === undefined) return null;
   const sbx = ctx.registry.live(id);
   const [cpuNs, memory, disk] = await Promise.all([
-    ctx.driver.cpuUsageNs(id),
-    ctx.driver.memoryBytes(id),
+    ctx.driver.cpuUsageNs(sbx.containerId),
+    ctx.driver.memoryBytes(sbx.containerId),
     diskUsedBytes(sbx.workDir),
   ]);
   const net = ctx.egress?.bytes(id) ?? { rx: 0, tx: 0 };
@@ -47,7 +47,9 @@ export async function sandboxUsage(ctx: HostContext, id: string): Promise<HostSa
 
 /** Memory the live sandboxes use now, in MiB; undefined when the runtime tells for none of them. */
 export async function memoryUsedMb(ctx: HostContext): Promise<number | undefined> {
-  const each = await Promise.all(ctx.registry.ids().map((id) => ctx.driver.memoryBytes(id)));
+  const each = await Promise.all(
+    ctx.registry.ids().map((id) => ctx.driver.memoryBytes(ctx.registry.live(id).containerId)),
+  );
   const known = each.filter((b): b is number => b !== null);
   if (known.length === 0 && each.length > 0) return undefined;
   return Math.round(known.reduce((a, b) => a + b, 0) / 1024 / 1024);

@@ -6,6 +6,8 @@ import { SPEC_REVISION, ociSpec } from './oci-spec';
 import { runsc, type RunscOptions } from './runsc';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
+/** Restores take well under a second; many at once on a loaded host, some seconds. */
+const RESTORE_TIMEOUT_MS = 60_000;
 
 /**
  * The root overlay's medium. With a filestore directory, gVisor keeps the
@@ -49,6 +51,11 @@ export class GvisorDriver implements RuntimeDriver {
     await runsc(this.opts, ['run', '-detach', '--bundle', bundle, spec.id], log, overlay(spec));
   }
 
+  /**
+   * A restore that has not finished after RESTORE_TIMEOUT_MS is given up (the
+   * caller destroys the container): this runsc can hang for good restoring
+   * some images, in its netstack's restore of TCP endpoints.
+   */
   async restore(spec: SandboxSpec, imageDir: string): Promise<void> {
     const { bundle, log } = await this.writeBundle(spec);
     await runsc(
@@ -56,6 +63,7 @@ export class GvisorDriver implements RuntimeDriver {
       ['restore', '-detach', '--image-path', imageDir, '--bundle', bundle, spec.id],
       log,
       overlay(spec),
+      RESTORE_TIMEOUT_MS,
     );
   }
 
@@ -171,7 +179,6 @@ export class GvisorDriver implements RuntimeDriver {
     return null;
   }
 
-  /** Live sandboxes only: runsc also lists stopped ones (a checkpoint stops its sandbox). */
   /**
    * From the sandbox's memory cgroup: v1 memory.oom_control or v2
    * memory.events, `oom_kill N`. The memory limit is this cgroup's, and
@@ -193,11 +200,12 @@ export class GvisorDriver implements RuntimeDriver {
     return null;
   }
 
-  async list(): Promise<string[]> {
+  /** Live sandboxes only, unless `all`: runsc also lists stopped ones (a checkpoint stops its sandbox). */
+  async list(o: { all?: boolean } = {}): Promise<string[]> {
     const out = await runsc(this.opts, ['list', '-format', 'json']).catch(() => '[]');
     const containers = (JSON.parse(out || '[]') ?? []) as Array<{ id: string; status: string }>;
     return containers
-      .filter((c) => c.status === 'running' || c.status === 'paused')
+      .filter((c) => o.all || c.status === 'running' || c.status === 'paused')
       .map((c) => c.id);
   }
 
