@@ -83,6 +83,11 @@ export interface RuntimeDriver {
   cpuUsageNs(id: string): Promise<number | null>;
   /** Memory charged to the sandbox now, in bytes; null when unknown. */
   memoryBytes(id: string): Promise<number | null>;
+  /**
+   * Takes back what the host can of the sandbox's memory without stopping
+   * any of its processes; returns the bytes freed, null when it cannot.
+   */
+  reclaim(id: string): Promise<number | null>;
   /** How often the host's OOM killer killed a process of the sandbox; null when unknown. */
   oomKills(id: string): Promise<number | null>;
   /**

@@ -15,6 +15,7 @@ import { runtimeKey } from './registry';
 import { nextContainerId } from './runtime-ids';
 import { hibernationImage, readSpec, readStorage, writeState } from './state-files';
 import { Undo } from './undo';
+import { admissionUsedMb } from './usage';
 
 /** Freezes the sandbox's CPU; memory stays. Its agent cannot answer until resume. */
 export async function pauseSandbox(ctx: HostContext, id: string): Promise<void> {
@@ -81,9 +82,9 @@ export async function wakeSandbox(
   const image = hibernationImage(workDir);
   const spec = await readSpec(workDir);
   const storage = await readStorage(workDir);
-  ctx.registry.reserve(id, spec.memoryMb);
+  ctx.registry.reserve(id, spec.memoryMb, await admissionUsedMb(ctx));
   const undo = new Undo();
-  undo.push(async () => ctx.registry.release(spec.memoryMb));
+  undo.push(async () => ctx.registry.release(id, spec.memoryMb));
   try {
     await releaseSandboxDisk(workDir); // whatever a failed hibernate left mounted
     undo.push(() => releaseSandboxDisk(workDir));

@@ -5,6 +5,7 @@
  */
 import { WarrenError, type HostCapacity } from '@warren/protocol';
 import type { GuestChannel } from '../guest/channel';
+import { admit, type AdmissionSettings } from './admission';
 import { ownerOf } from './runtime-ids';
 
 const RUNTIME = 'runtime:';
@@ -41,38 +42,53 @@ export class SandboxRegistry {
    */
   private readonly teardowns = new Map<string, Promise<void>>();
 
+  /** Sandboxes being created or woken: admitted, not live yet, not measured yet. */
+  private readonly starting = new Set<string>();
+
   constructor(
     private readonly hostId: string,
-    private readonly budgetMb: number,
+    readonly memory: AdmissionSettings,
   ) {}
 
   capacity(): HostCapacity {
     return {
-      memory_budget_mb: this.budgetMb,
+      memory_budget_mb: this.memory.budgetMb,
       memory_reserved_mb: this.reservedMb,
+      memory_overcommit: this.memory.overcommit,
+      memory_start_mb: this.memory.startMb,
       sandboxes: this.sandboxes.size,
     };
   }
 
-  /** Reserves memory for a sandbox, or refuses at once with INSUFFICIENT_CAPACITY. */
-  reserve(id: string, memoryMb: number): void {
-    const free = this.budgetMb - this.reservedMb;
-    if (memoryMb > free) {
+  /**
+   * Admits a sandbox on what the sandboxes use (usedMb: the live ones as
+   * measured, see admission.ts), or refuses at once with INSUFFICIENT_CAPACITY.
+   */
+  reserve(id: string, memoryMb: number, usedMb: number): void {
+    const verdict = admit(this.memory, {
+      usedMb: usedMb + this.starting.size * this.memory.startMb,
+      reservedMb: this.reservedMb,
+      memoryMb,
+    });
+    if (!verdict.ok) {
       throw new WarrenError(
         'INSUFFICIENT_CAPACITY',
-        `not enough memory on host ${this.hostId} for ${id}: ${memoryMb} MiB requested, ${free} MiB of ${this.budgetMb} MiB free`,
-        { requested_mb: memoryMb, free_mb: free },
+        `not enough memory on host ${this.hostId} for ${id}: ${verdict.reason}`,
+        verdict.details,
       );
     }
     this.reservedMb += memoryMb;
+    this.starting.add(id);
   }
 
-  release(memoryMb: number): void {
+  release(id: string, memoryMb: number): void {
     this.reservedMb -= memoryMb;
+    this.starting.delete(id);
   }
 
   /** Adds a sandbox whose memory was reserved for it. */
   add(sbx: LiveSandbox): void {
+    this.starting.delete(sbx.id);
     this.sandboxes.set(sbx.id, sbx);
     this.started.set(sbx.id, new Date().toISOString());
   }
