@@ -94,7 +94,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
     runtimeVersion: `${driver.name} ${runtime}`,
     registry: new SandboxRegistry(config.hostId, {
       budgetMb: config.memoryBudgetMb,
-      overcommit: config.memoryOvercommit ?? 4,
+      overcommit: config.memoryOvercommit ?? 8,
       startMb: config.memoryStartMb ?? 64,
     }),
     catalog: new TemplateCatalog(config.templatesDir, config.debianMirror),

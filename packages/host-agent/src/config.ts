@@ -17,7 +17,7 @@ export interface HostAgentConfig {
   runsc?: string;
   /** Memory the sandboxes of this host may really use, as their cgroups measure it. */
   memoryBudgetMb: number;
-  /** The memory_mb of the live sandboxes may add up to this many times the budget (default 4). */
+  /** The memory_mb of the live sandboxes may add up to this many times the budget (default 8). */
   memoryOvercommit?: number;
   /** What a sandbox counts until (and at least while) it is measured, in MiB (default 64). */
   memoryStartMb?: number;

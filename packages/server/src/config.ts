@@ -157,7 +157,7 @@ export function loadConfig(
     driver: driverName(env.WARREN_DRIVER),
     hostId: env.WARREN_HOST_ID ?? 'host_local',
     memoryBudgetMb: int(env.WARREN_MEMORY_BUDGET_MB, defaultMemoryBudgetMb()),
-    memoryOvercommit: int(env.WARREN_MEMORY_OVERCOMMIT, 4),
+    memoryOvercommit: int(env.WARREN_MEMORY_OVERCOMMIT, 8),
     memoryStartMb: int(env.WARREN_MEMORY_START_MB, 64),
     pressureIdleSeconds: int(env.WARREN_PRESSURE_IDLE_SECONDS, 60),
     defaultTtlSeconds: int(env.WARREN_DEFAULT_TTL_SECONDS, 3600),
