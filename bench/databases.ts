@@ -28,8 +28,12 @@ const failed: string[] = [];
 let tps: { results: TpsResult[]; title: string } | null = null;
 let risk: string[] = [];
 
+/** `BENCH_DB_ONLY=create,wake` runs only those groups (create, wake, pgbench, copies, risk). */
+const only = process.env.BENCH_DB_ONLY?.split(',').map((s) => s.trim());
+
 /** One group of rows; a failure is reported and the next group runs. */
 async function section(name: string, fn: () => Promise<void>): Promise<void> {
+  if (only && !only.includes(name)) return;
   progress(name);
   try {
     await fn();

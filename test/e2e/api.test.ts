@@ -11,7 +11,8 @@ describe('auth, bad input, admission, TTL, OpenAPI, audit (real gVisor)', () => 
   let p: TestPlatform;
   before(async () => {
     // Room for exactly one default (512 MiB) sandbox; TTLs are swept twice a second.
-    p = await startTestPlatform({ memoryBudgetMb: 800, sweepIntervalMs: 500 });
+    // No overcommit: a second 512 MiB sandbox does not fit 800 MiB of memory_mb.
+    p = await startTestPlatform({ memoryBudgetMb: 800, memoryOvercommit: 1, sweepIntervalMs: 500 });
   });
   after(async () => {
     await p?.stop();

@@ -25,6 +25,7 @@ hostApiContract('in-process agent (gVisor)', {
             templatesDir: TEMPLATES_DIR,
             runsc: RUNSC,
             memoryBudgetMb: 2048,
+            memoryOvercommit: 1,
           },
         ),
       ),

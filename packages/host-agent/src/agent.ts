@@ -33,7 +33,7 @@ import {
 } from './sandboxes/lifecycle';
 import { reconcile } from './sandboxes/reconcile';
 import { SandboxRegistry } from './sandboxes/registry';
-import { memoryUsedMb, sandboxUsage } from './sandboxes/usage';
+import { memoryUsedMb, reclaimSandbox, sandboxUsage } from './sandboxes/usage';
 import { createObjectStore, hostArchiveApi } from './archive';
 import { createSnapshotStore, type SnapshotStore } from './snapshots';
 import { HostVolumes, templateSeed } from './storage/host-volumes';
@@ -93,7 +93,11 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
     readyTimeoutMs: config.readyTimeoutMs,
     driver,
     runtimeVersion: `${driver.name} ${runtime}`,
-    registry: new SandboxRegistry(config.hostId, config.memoryBudgetMb),
+    registry: new SandboxRegistry(config.hostId, {
+      budgetMb: config.memoryBudgetMb,
+      overcommit: config.memoryOvercommit ?? 8,
+      startMb: config.memoryStartMb ?? 64,
+    }),
     catalog: new TemplateCatalog(config.templatesDir, config.debianMirror),
     volumes: new HostVolumes(join(config.home, 'volumes')),
     snapshots: createSnapshotStore(
@@ -145,9 +149,10 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       cpuUsageNs: (id) => cpuUsageNs(ctx, id),
       oomKilled: (id) => oomKilled(ctx, id),
       usage: (id) => sandboxUsage(ctx, id),
+      reclaim: (id) => reclaimSandbox(ctx, id),
       async live() {
         const listed = new Set(await driver.list());
-        return ctx.registry.ids().filter((id) => listed.has(id));
+        return ctx.registry.ids().filter((id) => listed.has(ctx.registry.live(id).containerId));
       },
       checkNetwork: async (network) => checkSandboxNetwork(ctx, network),
       setNetwork: async (id, network) => setSandboxNetwork(ctx, id, network),

@@ -15,7 +15,12 @@ export interface HostAgentConfig {
   driver: DriverName;
   /** The runsc binary; by default the one setup installs, else `runsc` on PATH. */
   runsc?: string;
+  /** Memory the sandboxes of this host may really use, as their cgroups measure it. */
   memoryBudgetMb: number;
+  /** The memory_mb of the live sandboxes may add up to this many times the budget (default 8). */
+  memoryOvercommit?: number;
+  /** What a sandbox counts until (and at least while) it is measured, in MiB (default 64). */
+  memoryStartMb?: number;
   debianMirror: string;
   /** How long a restored guest agent may take to dial in. */
   readyTimeoutMs: number;

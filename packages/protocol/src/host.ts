@@ -97,6 +97,10 @@ export interface HostInfo {
 export interface HostCapacity {
   memory_budget_mb: number;
   memory_reserved_mb: number;
+  /** memory_mb of the live sandboxes may add up to budget x this. */
+  memory_overcommit?: number;
+  /** What a sandbox counts at in admission until it is measured, in MiB. */
+  memory_start_mb?: number;
   sandboxes: number;
   /** Memory the live sandboxes use now, as the kernel charges it (absent when the host cannot tell). */
   memory_used_mb?: number;
@@ -164,6 +168,12 @@ export interface HostSandboxApi {
   oomKilled(id: string): Promise<boolean>;
   /** What a sandbox has used (CPU, memory, disk, network); null when it is not live here. */
   usage(id: string): Promise<HostSandboxUsage | null>;
+  /**
+   * Asks the host to take back what it can of a live sandbox's memory without
+   * touching its processes (cgroup reclaim of cache; a lower soft limit, so
+   * the kernel takes from it first). Returns the MiB freed; null when unknown.
+   */
+  reclaim(id: string): Promise<number | null>;
   /** Throws INVALID_NETWORK_POLICY for a policy (or secrets) this host cannot enforce. */
   checkNetwork(network: SandboxNetwork): Promise<void>;
   /** Changes the egress policy of a running or paused sandbox; open connections stay. */

@@ -23,7 +23,14 @@ export interface Config extends AuthConfig {
   runsc?: string;
   driver: DriverName;
   hostId: string;
+  /** Memory sandboxes may really use on the host (WARREN_MEMORY_BUDGET_MB). */
   memoryBudgetMb: number;
+  /** memory_mb of live sandboxes may add up to budget x this (WARREN_MEMORY_OVERCOMMIT). */
+  memoryOvercommit: number;
+  /** What a new sandbox counts in admission until measured (WARREN_MEMORY_START_MB). */
+  memoryStartMb: number;
+  /** Idle this long, a sandbox may be hibernated to make room (WARREN_PRESSURE_IDLE_SECONDS). */
+  pressureIdleSeconds: number;
   defaultTtlSeconds: number;
   /** Persistent sandboxes hibernate after this long idle unless they say otherwise. */
   defaultIdleTimeoutSeconds: number;
@@ -160,6 +167,9 @@ export function loadConfig(
     driver: driverName(env.WARREN_DRIVER),
     hostId: env.WARREN_HOST_ID ?? 'host_local',
     memoryBudgetMb: int(env.WARREN_MEMORY_BUDGET_MB, defaultMemoryBudgetMb()),
+    memoryOvercommit: int(env.WARREN_MEMORY_OVERCOMMIT, 8),
+    memoryStartMb: int(env.WARREN_MEMORY_START_MB, 64),
+    pressureIdleSeconds: int(env.WARREN_PRESSURE_IDLE_SECONDS, 60),
     defaultTtlSeconds: int(env.WARREN_DEFAULT_TTL_SECONDS, 3600),
     defaultIdleTimeoutSeconds: int(env.WARREN_DEFAULT_IDLE_TIMEOUT_SECONDS, 300),
     idleCpuPercent: int(env.WARREN_IDLE_CPU_PERCENT, 15),
@@ -219,6 +229,8 @@ export function hostAgentConfig(config: Config): HostAgentConfig {
     driver: config.driver,
     runsc: config.runsc,
     memoryBudgetMb: config.memoryBudgetMb,
+    memoryOvercommit: config.memoryOvercommit,
+    memoryStartMb: config.memoryStartMb,
     debianMirror: config.debianMirror,
     readyTimeoutMs: config.readyTimeoutMs,
     snapshotStore: config.snapshotStore,

@@ -16,6 +16,7 @@ import { hostAgentConfig, loadConfig, type Config } from './config';
 import type { AppContext } from './context';
 import { createDatabases, type DatabaseLog } from './databases';
 import { systemClock } from './sandboxes/clock';
+import { MemoryPressure } from './sandboxes/pressure';
 import { SandboxCreator } from './sandboxes/create';
 import { SandboxGuest } from './sandboxes/guest';
 import { SandboxLifecycle } from './sandboxes/lifecycle';
@@ -96,6 +97,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const volumes = new VolumeService(store, host, config);
   await volumes.mountAll(progress);
   const sandboxes = new SandboxLifecycle(store, host, config, volumes, systemClock);
+  sandboxes.pressure = new MemoryPressure(store, host, config, sandboxes);
   const creator = new SandboxCreator(store, host, config, volumes, sandboxes);
   network = new NetworkService(store, host, sandboxes);
   await reconcileSandboxes(store, host, sandboxes);
@@ -143,6 +145,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const tls = await loadApiTls(config);
   app = await buildApp(context, logger ?? { level: config.logLevel }, tls ?? undefined);
   sampler.log = app.log;
+  sandboxes.pressure.log = app.log;
   const sweeper = new Sweeper(
     new IdleSweeps(store, host, config, sandboxes),
     store,

@@ -83,10 +83,18 @@ export interface RuntimeDriver {
   cpuUsageNs(id: string): Promise<number | null>;
   /** Memory charged to the sandbox now, in bytes; null when unknown. */
   memoryBytes(id: string): Promise<number | null>;
+  /**
+   * Takes back what the host can of the sandbox's memory without stopping
+   * any of its processes; returns the bytes freed, null when it cannot.
+   */
+  reclaim(id: string): Promise<number | null>;
   /** How often the host's OOM killer killed a process of the sandbox; null when unknown. */
   oomKills(id: string): Promise<number | null>;
-  /** Ids of the sandboxes that are running or paused (for reconciliation after a restart). */
-  list(): Promise<string[]>;
+  /**
+   * Ids of the sandboxes that are running or paused (for reconciliation after
+   * a restart); with `all`, also those stopped that the runtime still holds.
+   */
+  list(o?: { all?: boolean }): Promise<string[]>;
   /** How the host reaches the guest agent of the sandbox with this spec. */
   guestEndpoint(spec: Pick<SandboxSpec, 'channelDir'>): GuestEndpoint;
 }

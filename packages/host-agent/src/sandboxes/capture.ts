@@ -31,7 +31,7 @@ async function captureInto(
   try {
     await sbx.channel.prepareCheckpoint();
     await rm(imageDir, { recursive: true, force: true });
-    await ctx.driver.checkpoint(id, imageDir, { leaveRunning: true });
+    await ctx.driver.checkpoint(sbx.containerId, imageDir, { leaveRunning: true });
   } finally {
     // The agent dials back in as soon as its socket is there again.
     await sbx.channel.listen();

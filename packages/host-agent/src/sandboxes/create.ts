@@ -23,6 +23,7 @@ import { checkSandboxNetwork, openChannel, refuseVolumesWithoutDisk } from './co
 import { prepareDisk } from './disk';
 import { writeState, type SandboxStorage } from './state-files';
 import { Undo } from './undo';
+import { admissionUsedMb } from './usage';
 import { destroySandbox } from './lifecycle';
 
 /** A checkpoint image and the root and guest agent it must be restored with. */
@@ -134,8 +135,8 @@ async function restore(
   undo: Undo,
 ): Promise<void> {
   const storage: SandboxStorage = { diskMb: size.disk_mb, volumes: hostVolumes(req.volumes) };
-  ctx.registry.reserve(req.id, size.memory_mb);
-  undo.push(async () => ctx.registry.release(size.memory_mb));
+  ctx.registry.reserve(req.id, size.memory_mb, await admissionUsedMb(ctx));
+  undo.push(async () => ctx.registry.release(req.id, size.memory_mb));
   const workDir = join(ctx.sandboxesDir, req.id);
   const channelDir = join(workDir, 'chan');
   await mkdir(channelDir, { recursive: true });
@@ -177,5 +178,12 @@ async function restore(
     });
   }
   // The reservation now belongs to the live sandbox: removing it from the registry releases it.
-  ctx.registry.add({ id: req.id, memoryMb: size.memory_mb, channel, workDir, paused: false });
+  ctx.registry.add({
+    id: req.id,
+    containerId: req.id,
+    memoryMb: size.memory_mb,
+    channel,
+    workDir,
+    paused: false,
+  });
 }

@@ -10,8 +10,12 @@ import type { HostContext } from '../context';
 import { releaseSandboxDisk } from '../storage/sandbox-disk';
 import { openChannel } from './connect';
 import { prepareDisk } from './disk';
-import { hibernationImage, readSpec, readStorage } from './state-files';
+import type { SandboxSpec } from '../runtime/driver';
+import { runtimeKey } from './registry';
+import { nextContainerId } from './runtime-ids';
+import { hibernationImage, readSpec, readStorage, writeState } from './state-files';
 import { Undo } from './undo';
+import { admissionUsedMb } from './usage';
 
 /** Freezes the sandbox's CPU; memory stays. Its agent cannot answer until resume. */
 export async function pauseSandbox(ctx: HostContext, id: string): Promise<void> {
@@ -19,14 +23,14 @@ export async function pauseSandbox(ctx: HostContext, id: string): Promise<void> 
   if (sbx.paused) return;
   // A frozen sandbox cannot echo: terminal viewers are told to attach again (which resumes it).
   sbx.channel.dropAttachments();
-  await ctx.driver.pause(id);
+  await ctx.driver.pause(sbx.containerId);
   sbx.paused = true;
 }
 
 export async function resumeSandbox(ctx: HostContext, id: string): Promise<void> {
   const sbx = ctx.registry.live(id);
   if (!sbx.paused) return;
-  await ctx.driver.resume(id);
+  await ctx.driver.resume(sbx.containerId);
   sbx.paused = false;
   await sbx.channel.waitReady(ctx.readyTimeoutMs);
 }
@@ -42,7 +46,7 @@ export async function hibernateSandbox(ctx: HostContext, id: string): Promise<vo
   try {
     await sbx.channel.prepareCheckpoint();
     await rm(image, { recursive: true, force: true });
-    await ctx.driver.checkpoint(id, image);
+    await ctx.driver.checkpoint(sbx.containerId, image);
   } catch (err) {
     // Still running: let the agent dial back in and keep serving.
     await sbx.channel.listen().catch(() => undefined);
@@ -50,15 +54,20 @@ export async function hibernateSandbox(ctx: HostContext, id: string): Promise<vo
   }
   ctx.egress?.detach(id);
   // The image is complete (the written files too): stop what is left of the
-  // sandbox now, and let the runtime forget it and its disk be released in the
-  // background; wake waits for that, to reuse the id (and retries the release).
+  // sandbox now. Its disk is released in the background (a wake waits for
+  // that, a few milliseconds, and retries it), and so is the runtime's removal
+  // of the stopped container, which takes seconds: a wake does not wait for
+  // it, it restores into a new container.
   await sbx.channel.close();
   ctx.registry.remove(id);
-  await ctx.driver.kill(id);
-  ctx.registry.teardown(id, async () => {
-    await ctx.driver.destroy(id);
-    await releaseSandboxDisk(sbx.workDir);
-  });
+  await ctx.driver.kill(sbx.containerId);
+  retireContainer(ctx, sbx.containerId);
+  ctx.registry.teardown(id, () => releaseSandboxDisk(sbx.workDir));
+}
+
+/** Lets the runtime remove a stopped container in the background (settle waits for it). */
+function retireContainer(ctx: HostContext, containerId: string): void {
+  ctx.registry.teardown(runtimeKey(containerId), () => ctx.driver.destroy(containerId));
 }
 
 /** Restores a hibernated sandbox from its image, admitted against the memory budget again. */
@@ -68,14 +77,14 @@ export async function wakeSandbox(
   o: { env: Record<string, string>; network?: SandboxNetwork },
 ): Promise<void> {
   if (ctx.registry.has(id)) return;
-  await ctx.registry.teardownOf(id);
+  await ctx.registry.teardownOf(id); // the disk's release, not the runtime's removal
   const workDir = join(ctx.sandboxesDir, id);
   const image = hibernationImage(workDir);
   const spec = await readSpec(workDir);
   const storage = await readStorage(workDir);
-  ctx.registry.reserve(id, spec.memoryMb);
+  ctx.registry.reserve(id, spec.memoryMb, await admissionUsedMb(ctx));
   const undo = new Undo();
-  undo.push(async () => ctx.registry.release(spec.memoryMb));
+  undo.push(async () => ctx.registry.release(id, spec.memoryMb));
   try {
     await releaseSandboxDisk(workDir); // whatever a failed hibernate left mounted
     undo.push(() => releaseSandboxDisk(workDir));
@@ -83,10 +92,21 @@ export async function wakeSandbox(
     const channel = await openChannel(ctx, id, spec, o.env, o.network);
     undo.push(async () => ctx.egress?.detach(id));
     undo.push(() => channel.close());
-    undo.push(() => ctx.driver.destroy(id));
-    await ctx.driver.restore(spec, image);
+    // A new container: the one hibernated may still be being removed. Recorded
+    // before the restore, so that after a restart the running one is known.
+    const woken: SandboxSpec = { ...spec, id: nextContainerId(id, spec.id) };
+    await writeState(workDir, woken, storage);
+    undo.push(() => ctx.driver.destroy(woken.id));
+    await ctx.driver.restore(woken, image);
     await channel.waitReady(ctx.readyTimeoutMs);
-    ctx.registry.add({ id, memoryMb: spec.memoryMb, channel, workDir, paused: false });
+    ctx.registry.add({
+      id,
+      containerId: woken.id,
+      memoryMb: spec.memoryMb,
+      channel,
+      workDir,
+      paused: false,
+    });
   } catch (err) {
     await undo.run(); // the image stays: the sandbox is still hibernated
     throw err;
@@ -102,10 +122,19 @@ export async function destroySandbox(ctx: HostContext, id: string): Promise<void
   const sbx = ctx.registry.remove(id);
   ctx.egress?.detach(id);
   await sbx?.channel.close();
-  await ctx.driver.kill(id);
   const workDir = join(ctx.sandboxesDir, id);
+  // Not live (hibernated, or a create that failed): its last container, if the runtime has it.
+  const containerId =
+    sbx?.containerId ??
+    (await readSpec(workDir).then(
+      (s) => s.id,
+      () => id,
+    ));
+  await ctx.driver.kill(containerId);
+  retireContainer(ctx, containerId);
   ctx.registry.teardown(id, async () => {
-    await ctx.driver.destroy(id);
+    // Every container of the sandbox is gone before its directory goes.
+    await ctx.registry.runtimeTeardownsOf(id);
     // Throws if a mount cannot be removed: then the directory stays, and the volume's data too.
     await releaseSandboxDisk(workDir);
     await rm(workDir, { recursive: true, force: true });
@@ -115,10 +144,10 @@ export async function destroySandbox(ctx: HostContext, id: string): Promise<void
 /** CPU time the sandbox has used, in nanoseconds (null when the runtime cannot tell). */
 export async function oomKilled(ctx: HostContext, id: string): Promise<boolean> {
   if (!ctx.registry.has(id)) return false;
-  return ((await ctx.driver.oomKills(id)) ?? 0) > 0;
+  return ((await ctx.driver.oomKills(ctx.registry.live(id).containerId)) ?? 0) > 0;
 }
 
 export async function cpuUsageNs(ctx: HostContext, id: string): Promise<number | null> {
   if (!ctx.registry.has(id)) return null;
-  return ctx.driver.cpuUsageNs(id);
+  return ctx.driver.cpuUsageNs(ctx.registry.live(id).containerId);
 }

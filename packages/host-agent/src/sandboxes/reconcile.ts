@@ -1,7 +1,8 @@
 /**
  * After a restart: takes back the sandboxes the control plane says run here
  * (their guest agents redial the new listener) and removes what the runtime
- * holds that nobody expects.
+ * holds that nobody expects: containers of stopped or hibernated sandboxes,
+ * and containers a wake had left behind before the restart.
  */
 import { join } from 'node:path';
 import type { HostExpectedSandbox } from '@warren/protocol';
@@ -9,29 +10,43 @@ import type { HostContext } from '../context';
 import { releaseSandboxDisk } from '../storage/sandbox-disk';
 import { openChannel } from './connect';
 import { destroySandbox } from './lifecycle';
+import { runtimeKey } from './registry';
+import { ownerOf } from './runtime-ids';
+import { readSpec } from './state-files';
+
+/** The runtime container a sandbox runs in, as its last create or wake recorded it. */
+async function containerOf(ctx: HostContext, id: string): Promise<string> {
+  return readSpec(join(ctx.sandboxesDir, id)).then(
+    (s) => s.id,
+    () => id,
+  );
+}
 
 /** Returns the ids that could not be recovered. */
 export async function reconcile(
   ctx: HostContext,
   expected: HostExpectedSandbox[],
-  /** Hibernated here: only their image on disk is kept; the runtime may still hold a stopped copy. */
+  /** Hibernated here: only their image on disk is kept; the runtime may still hold stopped copies. */
   hibernated: string[],
 ): Promise<string[]> {
-  for (const id of hibernated) ctx.registry.teardown(id, () => ctx.driver.destroy(id));
   const running = new Set(await ctx.driver.list());
+  const held = await ctx.driver.list({ all: true });
   const lost: string[] = [];
+  const kept = new Set<string>();
   for (const sbx of expected) {
-    if (!running.has(sbx.id)) {
+    const containerId = await containerOf(ctx, sbx.id);
+    if (!running.has(containerId)) {
       lost.push(sbx.id);
       await destroySandbox(ctx, sbx.id);
       continue;
     }
-    running.delete(sbx.id);
+    kept.add(containerId);
     const workDir = join(ctx.sandboxesDir, sbx.id);
     const channelDir = join(workDir, 'chan');
     const channel = await openChannel(ctx, sbx.id, { channelDir }, sbx.env, sbx.network);
     ctx.registry.adopt({
       id: sbx.id,
+      containerId,
       memoryMb: sbx.memory_mb,
       channel,
       workDir,
@@ -46,9 +61,18 @@ export async function reconcile(
       await destroySandbox(ctx, sbx.id);
     }
   }
-  for (const orphan of running) {
-    await ctx.driver.destroy(orphan);
-    await releaseSandboxDisk(join(ctx.sandboxesDir, orphan)).catch(() => undefined);
+  const live = new Set(expected.map((s) => s.id));
+  const asleep = new Set(hibernated);
+  for (const containerId of held) {
+    if (kept.has(containerId)) continue;
+    const owner = ownerOf(containerId);
+    // A stopped container of a sandbox that runs in another one, or sleeps: removed in the background.
+    if (live.has(owner) || asleep.has(owner)) {
+      ctx.registry.teardown(runtimeKey(containerId), () => ctx.driver.destroy(containerId));
+      continue;
+    }
+    await ctx.driver.destroy(containerId);
+    await releaseSandboxDisk(join(ctx.sandboxesDir, owner)).catch(() => undefined);
   }
   return lost;
 }

@@ -5,9 +5,24 @@
  */
 import { WarrenError, type HostCapacity } from '@warren/protocol';
 import type { GuestChannel } from '../guest/channel';
+import { admit, type AdmissionSettings } from './admission';
+import { ownerOf } from './runtime-ids';
+
+const RUNTIME = 'runtime:';
+
+/** The teardown key of the runtime's removal of one container. */
+export function runtimeKey(containerId: string): string {
+  return RUNTIME + containerId;
+}
 
 export interface LiveSandbox {
   id: string;
+  /**
+   * The runtime's container of this sandbox now: the sandbox id until its
+   * first wake, then a new one per wake (see runtimeIds.ts), so a wake never
+   * waits for the runtime to forget the container it hibernated.
+   */
+  containerId: string;
   memoryMb: number;
   channel: GuestChannel;
   workDir: string;
@@ -20,41 +35,60 @@ export class SandboxRegistry {
   private readonly started = new Map<string, string>();
   /** Memory reserved by sandboxes being created or running, in MiB. */
   private reservedMb = 0;
-  /** Runtime teardowns still running in the background, by sandbox (awaited by settle). */
+  /**
+   * Teardowns still running in the background (awaited by settle), by key:
+   * a sandbox id for its work directory and disk, `runtime:<container id>`
+   * for the runtime's removal of one container (runtimeKey).
+   */
   private readonly teardowns = new Map<string, Promise<void>>();
+
+  /** Sandboxes being created or woken: admitted, not live yet, not measured yet. */
+  private readonly starting = new Set<string>();
 
   constructor(
     private readonly hostId: string,
-    private readonly budgetMb: number,
+    readonly memory: AdmissionSettings,
   ) {}
 
   capacity(): HostCapacity {
     return {
-      memory_budget_mb: this.budgetMb,
+      memory_budget_mb: this.memory.budgetMb,
       memory_reserved_mb: this.reservedMb,
+      memory_overcommit: this.memory.overcommit,
+      memory_start_mb: this.memory.startMb,
       sandboxes: this.sandboxes.size,
     };
   }
 
-  /** Reserves memory for a sandbox, or refuses at once with INSUFFICIENT_CAPACITY. */
-  reserve(id: string, memoryMb: number): void {
-    const free = this.budgetMb - this.reservedMb;
-    if (memoryMb > free) {
+  /**
+   * Admits a sandbox on what the sandboxes use (usedMb: the live ones as
+   * measured, see admission.ts), or refuses at once with INSUFFICIENT_CAPACITY.
+   */
+  reserve(id: string, memoryMb: number, usedMb: number): void {
+    const verdict = admit(this.memory, {
+      usedMb: usedMb + this.starting.size * this.memory.startMb,
+      reservedMb: this.reservedMb,
+      memoryMb,
+    });
+    if (!verdict.ok) {
       throw new WarrenError(
         'INSUFFICIENT_CAPACITY',
-        `not enough memory on host ${this.hostId} for ${id}: ${memoryMb} MiB requested, ${free} MiB of ${this.budgetMb} MiB free`,
-        { requested_mb: memoryMb, free_mb: free },
+        `not enough memory on host ${this.hostId} for ${id}: ${verdict.reason}`,
+        verdict.details,
       );
     }
     this.reservedMb += memoryMb;
+    this.starting.add(id);
   }
 
-  release(memoryMb: number): void {
+  release(id: string, memoryMb: number): void {
     this.reservedMb -= memoryMb;
+    this.starting.delete(id);
   }
 
   /** Adds a sandbox whose memory was reserved for it. */
   add(sbx: LiveSandbox): void {
+    this.starting.delete(sbx.id);
     this.sandboxes.set(sbx.id, sbx);
     this.started.set(sbx.id, new Date().toISOString());
   }
@@ -100,7 +134,7 @@ export class SandboxRegistry {
     return sbx;
   }
 
-  /** Runs `work` after any earlier teardown of the same sandbox; failures are swallowed. */
+  /** Runs `work` after any earlier teardown of the same key; failures are swallowed. */
   teardown(id: string, work: () => Promise<unknown>): void {
     const previous = this.teardowns.get(id) ?? Promise.resolve();
     const done: Promise<void> = previous
@@ -115,9 +149,19 @@ export class SandboxRegistry {
     this.teardowns.set(id, done);
   }
 
-  /** Waits for the background teardown of one sandbox (to reuse its id). */
+  /** Waits for the background teardown of one key (a sandbox's disk, to make it again). */
   async teardownOf(id: string): Promise<void> {
     await this.teardowns.get(id);
+  }
+
+  /** Waits for the runtime's removal of every container of a sandbox still pending. */
+  async runtimeTeardownsOf(sandboxId: string): Promise<void> {
+    const own = [...this.teardowns.entries()]
+      .filter(
+        ([key]) => key.startsWith(RUNTIME) && ownerOf(key.slice(RUNTIME.length)) === sandboxId,
+      )
+      .map(([, done]) => done);
+    await Promise.all(own);
   }
 
   /** Waits until every background teardown has finished. */

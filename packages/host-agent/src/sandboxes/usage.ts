@@ -30,8 +30,8 @@ export async function sandboxUsage(ctx: HostContext, id: string): Promise<HostSa
   if (!ctx.registry.has(id) || startedAt === undefined) return null;
   const sbx = ctx.registry.live(id);
   const [cpuNs, memory, disk] = await Promise.all([
-    ctx.driver.cpuUsageNs(id),
-    ctx.driver.memoryBytes(id),
+    ctx.driver.cpuUsageNs(sbx.containerId),
+    ctx.driver.memoryBytes(sbx.containerId),
     diskUsedBytes(sbx.workDir),
   ]);
   const net = ctx.egress?.bytes(id) ?? { rx: 0, tx: 0 };
@@ -45,9 +45,34 @@ export async function sandboxUsage(ctx: HostContext, id: string): Promise<HostSa
   };
 }
 
+/**
+ * Memory the live sandboxes count for in admission, in MiB: each as measured,
+ * at least startMb (one the runtime cannot measure counts its memory_mb).
+ */
+export async function admissionUsedMb(ctx: HostContext): Promise<number> {
+  const startMb = ctx.registry.memory.startMb;
+  const each = await Promise.all(
+    ctx.registry.ids().map(async (id) => {
+      const sbx = ctx.registry.live(id);
+      const bytes = await ctx.driver.memoryBytes(sbx.containerId);
+      return bytes === null ? sbx.memoryMb : Math.max(startMb, bytes / 1024 / 1024);
+    }),
+  );
+  return each.reduce((a, b) => a + b, 0);
+}
+
+/** Frees what the host can of a live sandbox's memory (see RuntimeDriver.reclaim), in MiB. */
+export async function reclaimSandbox(ctx: HostContext, id: string): Promise<number | null> {
+  if (!ctx.registry.has(id)) return null;
+  const bytes = await ctx.driver.reclaim(ctx.registry.live(id).containerId);
+  return bytes === null ? null : Math.round(bytes / 1024 / 1024);
+}
+
 /** Memory the live sandboxes use now, in MiB; undefined when the runtime tells for none of them. */
 export async function memoryUsedMb(ctx: HostContext): Promise<number | undefined> {
-  const each = await Promise.all(ctx.registry.ids().map((id) => ctx.driver.memoryBytes(id)));
+  const each = await Promise.all(
+    ctx.registry.ids().map((id) => ctx.driver.memoryBytes(ctx.registry.live(id).containerId)),
+  );
   const known = each.filter((b): b is number => b !== null);
   if (known.length === 0 && each.length > 0) return undefined;
   return Math.round(known.reduce((a, b) => a + b, 0) / 1024 / 1024);

@@ -84,6 +84,13 @@ export class DatabaseWatch {
   /** Starts the database again on its volume, or restores it from the archive if the volume is lost. */
   async recover(db: DatabaseRecord): Promise<void> {
     await this.dbs.locks.run(db.id, async () => {
+      // The pass listed the live sandboxes before it took this lock: a wake or a
+      // recovery that finished meanwhile is not a crash.
+      if (db.state === 'ready') {
+        const current = await this.dbs.queries.byId(db.id);
+        if (current?.state !== 'ready' || current.sandbox_id !== db.sandbox_id) return;
+        if ((await this.dbs.host.sandboxes.live()).includes(db.sandbox_id)) return;
+      }
       const p = this.dbs.provisioner;
       // Read before the destroy below removes the sandbox's cgroup.
       const oom = await this.dbs.host.sandboxes.oomKilled(db.sandbox_id).catch(() => false);

@@ -180,18 +180,24 @@ export class SandboxCreator {
     };
     await this.admit(rec, o);
     try {
-      const size = await this.host.sandboxes.create({
-        id: rec.id,
-        template: o.template,
-        from: o.source,
-        cpu: o.cpu,
-        memory_mb: o.memoryMb,
-        disk_mb: o.diskMb,
-        volumes: [...(await this.volumes.attach(orgId, rec.id, volumes)), ...(o.hostVolumes ?? [])],
-        env: o.env,
-        network: o.network,
-        reset_processes: o.reset,
-      });
+      const attached = [
+        ...(await this.volumes.attach(orgId, rec.id, volumes)),
+        ...(o.hostVolumes ?? []),
+      ];
+      const size = await this.lifecycle.admitting(rec.id, () =>
+        this.host.sandboxes.create({
+          id: rec.id,
+          template: o.template,
+          from: o.source,
+          cpu: o.cpu,
+          memory_mb: o.memoryMb,
+          disk_mb: o.diskMb,
+          volumes: attached,
+          env: o.env,
+          network: o.network,
+          reset_processes: o.reset,
+        }),
+      );
       await this.store.updateSandbox(rec.id, size);
     } catch (err) {
       // Nothing half-created survives: the host agent has already undone its part.

@@ -16,6 +16,7 @@ import { newPreviewToken, previewUrl } from '../preview/token';
 import type { SandboxRecord, Store } from '../store/store';
 import type { VolumeService } from '../volume-service';
 import { isoIn, type Clock } from './clock';
+import type { MemoryPressure } from './pressure';
 import { sandboxView } from './view';
 
 /** pause, resume, hibernate, wake: each allowed only from the states listed here. */
@@ -116,6 +117,14 @@ export class SandboxLifecycle {
     };
   }
 
+  /** The memory pressure ladder (pressure.ts), set once the platform has made it. */
+  pressure: MemoryPressure | null = null;
+
+  /** A host create or wake of `id`, through the pressure ladder when there is one. */
+  admitting<T>(id: string, attempt: () => Promise<T>): Promise<T> {
+    return this.pressure ? this.pressure.admitting(id, attempt) : attempt();
+  }
+
   hasOperations(id: string): boolean {
     return this.operations.has(id);
   }
@@ -147,7 +156,10 @@ export class SandboxLifecycle {
     if (action === 'pause') await sandboxes.pause(current.id);
     else if (action === 'resume') await sandboxes.resume(current.id);
     else if (action === 'hibernate') await sandboxes.hibernate(current.id);
-    else await sandboxes.wake(current.id, { env: current.env, network: current.network });
+    else
+      await this.admitting(current.id, () =>
+        sandboxes.wake(current.id, { env: current.env, network: current.network }),
+      );
     await this.store.setState(current.id, rule.to, `${action} (${cause})`);
   }
 

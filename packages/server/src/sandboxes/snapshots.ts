@@ -112,9 +112,11 @@ export class SnapshotService {
   ): Promise<{ parent_id: string; parent_pause_ms: number; children: Sandbox[] }> {
     await this.refuseVolumes(orgId, id, 'fork');
     const parent = await this.lifecycle.use(orgId, id);
-    const { memory_budget_mb, memory_reserved_mb } = await this.host.capacity();
+    const cap = await this.host.capacity();
     const need = parent.memory_mb * req.count;
-    const free = memory_budget_mb - memory_reserved_mb;
+    // The children's memory_mb against the overcommit cap; each child is admitted on use as well.
+    const free =
+      Math.floor(cap.memory_budget_mb * (cap.memory_overcommit ?? 1)) - cap.memory_reserved_mb;
     if (need > free) {
       throw new WarrenError(
         'INSUFFICIENT_CAPACITY',

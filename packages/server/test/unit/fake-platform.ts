@@ -73,6 +73,8 @@ export async function start(home: string, overrides: Partial<StartOptions> = {})
     templates: [],
     templatesDir,
     memoryBudgetMb: 1000,
+    // No overcommit: memory_mb is admitted against the budget as it is.
+    memoryOvercommit: 1,
     // Sweeps happen when a test calls sweep(), never behind its back.
     sweepIntervalMs: 3_600_000,
     readyTimeoutMs: 15_000,

@@ -45,7 +45,8 @@ describe('admission, failure and TTL (fake driver)', () => {
       const err = await errorOf(refused);
       assert.equal(err.status, 503);
       assert.equal(err.code, 'INSUFFICIENT_CAPACITY');
-      assert.deepEqual(err.details, { requested_mb: 600, free_mb: 400 });
+      const details = err.details as { requested_mb: number; short_reserved_mb: number };
+      assert.deepEqual([details.requested_mb, details.short_reserved_mb], [600, 200]);
 
       assert.deepEqual(await fx.rowIds(), rows, 'no store row for the refused sandbox');
       const listed = await fx.json('/v1/sandboxes');

@@ -121,6 +121,11 @@ export class FakeDriver implements RuntimeDriver {
     }
   }
 
+  /** Fake sandboxes are plain host processes: nothing to reclaim through a cgroup. */
+  async reclaim(): Promise<number | null> {
+    return null;
+  }
+
   /** Fake sandboxes are plain host processes without a memory cgroup of their own. */
   async oomKills(): Promise<number | null> {
     return null;

@@ -6,6 +6,8 @@ import { SPEC_REVISION, ociSpec } from './oci-spec';
 import { runsc, type RunscOptions } from './runsc';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
+/** Restores take well under a second; many at once on a loaded host, some seconds. */
+const RESTORE_TIMEOUT_MS = 60_000;
 
 /**
  * The root overlay's medium. With a filestore directory, gVisor keeps the
@@ -49,6 +51,11 @@ export class GvisorDriver implements RuntimeDriver {
     await runsc(this.opts, ['run', '-detach', '--bundle', bundle, spec.id], log, overlay(spec));
   }
 
+  /**
+   * A restore that has not finished after RESTORE_TIMEOUT_MS is given up (the
+   * caller destroys the container): this runsc can hang for good restoring
+   * some images, in its netstack's restore of TCP endpoints.
+   */
   async restore(spec: SandboxSpec, imageDir: string): Promise<void> {
     const { bundle, log } = await this.writeBundle(spec);
     await runsc(
@@ -56,6 +63,7 @@ export class GvisorDriver implements RuntimeDriver {
       ['restore', '-detach', '--image-path', imageDir, '--bundle', bundle, spec.id],
       log,
       overlay(spec),
+      RESTORE_TIMEOUT_MS,
     );
   }
 
@@ -171,7 +179,32 @@ export class GvisorDriver implements RuntimeDriver {
     return null;
   }
 
-  /** Live sandboxes only: runsc also lists stopped ones (a checkpoint stops its sandbox). */
+  /**
+   * cgroup v1: memory.force_empty reclaims what the kernel can of the
+   * cgroup's pages (page cache; anonymous and shared memory only to swap)
+   * while its processes run on, and the soft limit goes to 0, so that under
+   * host memory pressure the kernel reclaims from this sandbox first. cgroup
+   * v2: memory.reclaim (Linux 5.19) with the same effect. Null when neither
+   * exists.
+   */
+  async reclaim(id: string): Promise<number | null> {
+    const before = await this.memoryBytes(id);
+    if (before === null) return null;
+    const v1 = join(CGROUP_ROOT, 'memory', id);
+    try {
+      await writeFile(join(v1, 'memory.soft_limit_in_bytes'), '0');
+      await writeFile(join(v1, 'memory.force_empty'), '0');
+    } catch {
+      try {
+        await writeFile(join(CGROUP_ROOT, id, 'memory.reclaim'), String(before));
+      } catch {
+        // EAGAIN when it could not reclaim all it was asked: what it did counts
+      }
+    }
+    const after = await this.memoryBytes(id);
+    return after === null ? null : Math.max(0, before - after);
+  }
+
   /**
    * From the sandbox's memory cgroup: v1 memory.oom_control or v2
    * memory.events, `oom_kill N`. The memory limit is this cgroup's, and
@@ -193,11 +226,12 @@ export class GvisorDriver implements RuntimeDriver {
     return null;
   }
 
-  async list(): Promise<string[]> {
+  /** Live sandboxes only, unless `all`: runsc also lists stopped ones (a checkpoint stops its sandbox). */
+  async list(o: { all?: boolean } = {}): Promise<string[]> {
     const out = await runsc(this.opts, ['list', '-format', 'json']).catch(() => '[]');
     const containers = (JSON.parse(out || '[]') ?? []) as Array<{ id: string; status: string }>;
     return containers
-      .filter((c) => c.status === 'running' || c.status === 'paused')
+      .filter((c) => o.all || c.status === 'running' || c.status === 'paused')
       .map((c) => c.id);
   }
 

@@ -25,6 +25,8 @@ export async function runsc(
    * directory will do for that, and it works for memory-backed sandboxes too.
    */
   overlay = `dir=${opts.stateDir}`,
+  /** Kills runsc and fails with RUNTIME_ERROR past this many milliseconds. */
+  timeoutMs?: number,
 ): Promise<string> {
   const global = [
     '--root',
@@ -43,12 +45,28 @@ export async function runsc(
       });
       let stdout = '';
       let stderr = '';
+      let timedOut = false;
+      const timer =
+        timeoutMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              timedOut = true;
+              child.kill('SIGKILL');
+            }, timeoutMs);
       child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
       child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
       child.once('error', (err) =>
         reject(new WarrenError('RUNTIME_ERROR', `cannot run runsc: ${err.message}`)),
       );
       child.once('close', (code) => {
+        clearTimeout(timer);
+        if (timedOut)
+          return reject(
+            new WarrenError(
+              'RUNTIME_ERROR',
+              `runsc ${args[0]} did not finish in ${Math.round((timeoutMs ?? 0) / 1000)} s`,
+            ),
+          );
         if (code === 0) return resolve(stdout);
         const text = logFile ? tail(logFile) : stderr || stdout;
         const detail = text
