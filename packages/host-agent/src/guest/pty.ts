@@ -12,7 +12,7 @@ import {
   PTY_FRAME_OUTPUT,
   PTY_FRAME_START,
 } from '@warren/protocol/guest';
-import type { GuestChannel } from './channel';
+import type { GuestChannel, GuestResponse } from './channel';
 import { errorFrom, readText } from './wire';
 
 /** Splits the attach stream into frames (a frame may span chunks, a chunk hold many). */
@@ -54,26 +54,47 @@ export function guestPty(channelOf: (id: string) => GuestChannel): HostPtyApi {
     async attach(id, ptyId, handlers, o = {}) {
       const channel = channelOf(id);
       const input = new PassThrough();
-      const res = await channel.request({
-        method: 'POST',
-        path: path(ptyId, '/attach'),
-        query: { since: o.since !== undefined ? String(o.since) : undefined },
-        body: input,
-      });
-      if (res.status >= 400) {
-        input.destroy();
-        throw errorFrom(res.status, await readText(res.body));
-      }
+      let res: GuestResponse | undefined = undefined;
       let ended = false;
+      let endedEarly = () => undefined as void;
       const end = () => {
         if (ended) return;
         ended = true;
         release();
         input.destroy();
-        res.body.destroy();
+        res?.body.destroy();
+        endedEarly();
         handlers.onEnd();
       };
+      // Held before the guest answers: a pause that begins while the attach is
+      // in flight (the frozen guest would answer only after a resume) ends it too.
       const release = channel.holdAttachment(end);
+      const early = new Promise<null>((resolve) => (endedEarly = () => resolve(null)));
+      const pending = channel.request({
+        method: 'POST',
+        path: path(ptyId, '/attach'),
+        query: { since: o.since !== undefined ? String(o.since) : undefined },
+        body: input,
+      });
+      const answer = await Promise.race([pending, early]).catch((err: unknown) => {
+        ended = true;
+        release();
+        input.destroy();
+        throw err;
+      });
+      if (answer === null || ended) {
+        if (answer) answer.body.destroy();
+        // Ended before the answer: onEnd told the viewer to attach again.
+        pending.then((r) => r.body.destroy()).catch(() => undefined);
+        return { write: () => undefined, close: () => undefined };
+      }
+      res = answer;
+      if (res.status >= 400) {
+        ended = true;
+        release();
+        input.destroy();
+        throw errorFrom(res.status, await readText(res.body));
+      }
       res.body.on('data', frameReader(handlers));
       res.body.once('end', end);
       res.body.once('close', end);
