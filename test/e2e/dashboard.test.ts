@@ -2,7 +2,8 @@
  * The web dashboard in a real headless Chromium (Debian's `chromium`, driven by
  * playwright-core) against a real platform on gVisor: sign-in, create from the
  * form, a terminal on the PTY WebSocket, upload and download, fork and lineage,
- * delete, sign-out, a wrong key, a revoked key, an API error; and how the control
+ * delete, sign-out, a wrong key, a revoked key, an API error, a sandbox's metrics
+ * charts; and how the control
  * plane serves the app (cache headers, the SPA fallback that leaves /v1 and /mcp
  * alone). Screenshots of the main pages go to docs/screenshots/.
  */
@@ -24,7 +25,7 @@ describe('web dashboard', () => {
   const made: string[] = [];
 
   before(async () => {
-    p = await startTestPlatform();
+    p = await startTestPlatform({ usageSampleMs: 1000 });
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
       args: ['--no-sandbox'],
@@ -186,6 +187,24 @@ describe('web dashboard', () => {
       .locator(`li[data-node="${parent}"] li[data-node="${child}"]`)
       .waitFor({ timeout: 30_000 });
     await shot(page, 'lineage');
+  });
+
+  it("draws the sandbox's usage charts from its sampled metrics", async () => {
+    const id = /sbx_[a-z0-9]+/.exec(page.url())![0];
+    await page.goto(`${p.url}/sandboxes/${id}/metrics`);
+    await page.getByRole('img', { name: 'CPU (% of one CPU) chart' }).waitFor({ timeout: 30_000 });
+    await page.getByRole('img', { name: 'Memory and disk chart' }).locator('canvas').waitFor();
+    const totals = page.getByLabel('Usage totals');
+    const live = Number.parseFloat(
+      (await totals.locator('dt:text-is("Live") + dd').textContent()) ?? '',
+    );
+    assert.ok(live > 0, `live seconds shown: ${live}`);
+    const api = await p.json<{ samples: unknown[]; totals: { sandbox_seconds: number } }>(
+      `/v1/sandboxes/${id}/metrics`,
+    );
+    assert.ok(api.samples.length > 0);
+    assert.ok(api.totals.sandbox_seconds >= live - 1, `${api.totals.sandbox_seconds} vs ${live}`);
+    await shot(page, 'metrics');
   });
 
   it('deletes the sandboxes from the list (bulk) and shows the list at phone width', async () => {

@@ -11,8 +11,11 @@ import { Layout } from './components/Layout';
 import { SignIn } from './pages/SignIn';
 import { SandboxesPage } from './pages/Sandboxes';
 import { SandboxPage } from './pages/Sandbox';
-import { SnapshotsPage, TemplatesPage, VolumesPage } from './pages/Resources';
+import { SnapshotsPage, VolumesPage } from './pages/Resources';
+import { TemplatesPage } from './pages/Templates';
 import { DatabasesPage } from './pages/Databases';
+import { DatabasePage } from './pages/Database';
+import { UsagePage } from './pages/Usage';
 import { AuditPage } from './pages/Audit';
 import { NotFound } from './components/ErrorBox';
 
@@ -66,6 +69,8 @@ export function App() {
             <Route path="templates" element={<TemplatesPage />} />
             <Route path="volumes" element={<VolumesPage />} />
             <Route path="databases" element={<DatabasesPage />} />
+            <Route path="databases/:id" element={<DatabasePage />} />
+            <Route path="usage" element={<UsagePage />} />
             <Route path="audit" element={<AuditPage />} />
             <Route path="*" element={<NotFound />} />
           </Route>

@@ -7,6 +7,7 @@ const LINKS = [
   ['/templates', 'Templates'],
   ['/volumes', 'Volumes'],
   ['/databases', 'Databases'],
+  ['/usage', 'Usage'],
   ['/audit', 'Audit log'],
 ] as const;
 

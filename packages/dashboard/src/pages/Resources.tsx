@@ -1,11 +1,11 @@
-/** Snapshots, templates and volumes: lists with the actions their APIs offer. */
+/** Snapshots and volumes: lists with the actions their APIs offer. */
 import { useState } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api } from '../lib/api';
 import { formatBytes } from '../lib/format';
 import { POLL_MS } from '../lib/hooks';
-import type { Page, Sandbox, Snapshot, Template, Volume } from '../lib/types';
+import type { Page, Sandbox, Snapshot, Volume } from '../lib/types';
 import { ErrorBox, Loading } from '../components/ErrorBox';
 
 export function SnapshotsPage() {
@@ -90,64 +90,6 @@ export function SnapshotsPage() {
   );
 }
 
-export function TemplatesPage() {
-  const list = useQuery({
-    queryKey: ['templates'],
-    queryFn: () => api<Page<Template>>('/v1/templates'),
-    refetchInterval: 10_000,
-  });
-  return (
-    <section aria-labelledby="tpl-title">
-      <h1 id="tpl-title">Templates</h1>
-      <ErrorBox error={list.error} />
-      {list.isPending ? (
-        <Loading what="templates" />
-      ) : (
-        <div className="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>State</th>
-                <th>Defaults</th>
-                <th>Limits</th>
-                <th>Snapshot</th>
-                <th>Notes</th>
-              </tr>
-            </thead>
-            <tbody>
-              {(list.data?.items ?? []).map((t) => (
-                <tr key={t.name}>
-                  <td>{t.name}</td>
-                  <td>
-                    <span className={`state state-${t.state}`}>{t.state}</span>
-                  </td>
-                  <td>
-                    {t.default_cpu} vCPU, {t.default_memory_mb} MiB, {t.default_disk_mb} MiB disk
-                  </td>
-                  <td>
-                    {t.max_cpu} vCPU, {t.max_memory_mb} MiB, {t.max_disk_mb} MiB disk
-                  </td>
-                  <td>{t.snapshot_bytes ? formatBytes(t.snapshot_bytes) : '-'}</td>
-                  <td className="small">
-                    {t.error ?? t.description ?? ''}
-                    {t.state === 'not_built' && t.build && (
-                      <>
-                        {' '}
-                        Build: <code>{t.build.cli}</code>
-                      </>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-    </section>
-  );
-}
-
 export function VolumesPage() {
   const qc = useQueryClient();
   const [name, setName] = useState('');
@@ -182,7 +124,7 @@ export function VolumesPage() {
             value={name}
             onChange={(e) => setName(e.target.value)}
             required
-            pattern="[a-z0-9][a-z0-9_-]{0,62}"
+            pattern="[a-z0-9][a-z0-9_\-]{0,62}"
           />
         </label>
         <label>

@@ -9,6 +9,7 @@ import type { Sandbox, Snapshot } from '../lib/types';
 import { ErrorBox, Loading } from '../components/ErrorBox';
 import { Files } from '../components/Files';
 import { Lineage } from '../components/Lineage';
+import { Metrics } from '../components/Metrics';
 import { Egress, Events, Previews, Processes } from '../components/Panels';
 
 // xterm.js is most of the code: loaded only when a terminal is shown.
@@ -24,6 +25,7 @@ const TABS = [
   ['network', 'Network'],
   ['previews', 'Previews'],
   ['lineage', 'Lineage'],
+  ['metrics', 'Metrics'],
 ] as const;
 
 type Action = 'pause' | 'resume' | 'hibernate' | 'wake' | 'snapshot' | 'fork' | 'delete';
@@ -169,6 +171,7 @@ export function SandboxPage() {
         {tab === 'network' && <Egress sandbox={s} />}
         {tab === 'previews' && <Previews sandbox={s} />}
         {tab === 'lineage' && <Lineage sandbox={s} />}
+        {tab === 'metrics' && <Metrics sandboxId={id} />}
       </div>
     </section>
   );
