@@ -157,6 +157,12 @@ describe('organisations and scoped API keys (real gVisor)', () => {
       audit.some((e: Json) => e.actor === keyB.id),
       'audit rows name the acting key',
     );
+    // B cannot read A's audit log by naming it; the install's admin can read B's.
+    await expectCode(await call(b, '/v1/audit?org_id=org_default'), 404, 'ORGANISATION_NOT_FOUND');
+    const ofB = (await ok(await p.api(`/v1/audit?org_id=${orgB}`))).items;
+    assert.ok(ofB.length > 0 && ofB.every((e: Json) => e.org_id === orgB));
+    assert.ok(ofB.some((e: Json) => e.actor === keyB.id));
+    await expectCode(await p.api('/v1/audit?org_id=org_nosuch'), 404, 'ORGANISATION_NOT_FOUND');
     const keys = (await ok(await call(b, '/v1/keys'))).items.map((k: Json) => k.id);
     assert.deepEqual(keys, [keyB.id]);
     // Official templates are shared.

@@ -32,6 +32,11 @@ export const AuditQuery = Type.Object(
     status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
     error_code: Type.Optional(Text('A Warren error code, e.g. QUOTA_EXCEEDED')),
     request_id: Type.Optional(Text('The x-request-id of the call')),
+    org_id: Type.Optional(
+      Text(
+        "Another organisation's events: only for the install's admin (an `admin` key of `org_default`); anyone else naming an organisation not their own gets 404 ORGANISATION_NOT_FOUND",
+      ),
+    ),
     since: Type.Optional(Type.String({ format: 'date-time', description: 'At or after' })),
     until: Type.Optional(Type.String({ format: 'date-time', description: 'Before' })),
   },

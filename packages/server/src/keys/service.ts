@@ -210,6 +210,18 @@ export class KeyService {
     return org;
   }
 
+  /**
+   * The organisation whose audit log a caller reads: its own, or with `orgId`
+   * another one for the install's admin. Naming any other is 404, as if it did
+   * not exist.
+   */
+  async auditOrganisation(p: Principal, orgId: string | undefined): Promise<string> {
+    if (orgId === undefined || orgId === p.orgId) return p.orgId;
+    if (!p.installAdmin || !(await this.queries.organisation(orgId)))
+      throw new WarrenError('ORGANISATION_NOT_FOUND', `organisation ${orgId} does not exist`);
+    return orgId;
+  }
+
   async listOrganisations(p: Principal): Promise<Organisation[]> {
     if (p.installAdmin) return this.queries.organisations();
     const own = await this.queries.organisation(p.orgId);

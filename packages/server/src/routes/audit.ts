@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { AuditEvent, AuditQuery } from '@warren/protocol';
+import { AuditEvent, AuditQuery, ErrorResponse } from '@warren/protocol';
 import type { AppContext } from '../context';
 
 export const auditRoutes =
@@ -13,7 +13,8 @@ export const auditRoutes =
       {
         schema: {
           tags: ['system'],
-          summary: 'Audit events of your organisation, newest first, with filters',
+          summary:
+            "Audit events of your organisation (or, for the install's admin, of `org_id`), newest first, with filters",
           querystring: AuditQuery,
           response: {
             200: Type.Object({
@@ -22,12 +23,14 @@ export const auditRoutes =
                 description: 'Pass as `before` for the next page; null on the last page',
               }),
             }),
+            404: ErrorResponse,
           },
         },
       },
       async (req) => {
-        const { limit, ...filter } = req.query;
-        const items = await ctx.audit.list(req.principal!.orgId, filter, limit);
+        const { limit, org_id, ...filter } = req.query;
+        const orgId = await ctx.keys.auditOrganisation(req.principal!, org_id);
+        const items = await ctx.audit.list(orgId, filter, limit);
         const last = items[items.length - 1];
         return { items, next_before: items.length === limit && last ? last.id : null };
       },

@@ -18,6 +18,7 @@ interface Options {
   requestId?: string;
   since?: string;
   until?: string;
+  org?: string;
 }
 
 export function register(program: Command, io: Io): void {
@@ -35,6 +36,7 @@ export function register(program: Command, io: Io): void {
     .option('--request-id <id>', 'the x-request-id of a call')
     .option('--since <time>', 'at or after (ISO 8601)')
     .option('--until <time>', 'before (ISO 8601)')
+    .option('--org <id>', "another organisation's log (the install's admin only)")
     .option('--json', 'print JSON')
     .action(async (o: Options, cmd: Command) => {
       const filter: NonNullable<Parameters<typeof Audit.list>[0]> = {
@@ -49,6 +51,7 @@ export function register(program: Command, io: Io): void {
         request_id: o.requestId,
         since: o.since,
         until: o.until,
+        org_id: o.org,
       };
       const page = await Audit.list(filter, connection(cmd));
       if (o.json) {
