@@ -78,7 +78,7 @@ export async function dropDatabase(p: TestPlatform, id: string): Promise<void> {
 /** Ends the current WAL file (as the server's superuser, inside the sandbox) and waits until the archive has it. */
 export async function archiveNow(p: TestPlatform, db: Database): Promise<string> {
   const server = p.context.databases.service.provisioner.postgres(db.sandbox_id);
-  const file = (await server.sql('SELECT pg_walfile_name(pg_switch_wal())')).trim();
+  const file = await server.switchWal();
   await waitFor(
     async () =>
       ((await p.json<Database>(`/v1/databases/${db.id}`)).archive.last_archived_wal ?? '') >= file,

@@ -66,7 +66,7 @@ export async function baseBackupDone(p: TestPlatform, id: string): Promise<Datab
  * earlier one): a loaded 2-core host can take minutes after a bulk load.
  */
 export async function archiveNow(b: DbBench, db: Database): Promise<void> {
-  const file = (await sql(b, db, 'SELECT pg_walfile_name(pg_switch_wal())')).trim();
+  const file = await b.p.context.databases.service.provisioner.postgres(db.sandbox_id).switchWal();
   await waitFor(async () => ((await get(b.p, db.id)).archive.last_archived_wal ?? '') >= file, {
     what: `WAL file ${file} of ${db.id} in the archive`,
     timeoutMs: 600_000,

@@ -115,6 +115,30 @@ describe('database archive, restores and branches (real gVisor)', { timeout: 900
     assert.equal(await connectError(p, cross), '28P01');
   });
 
+  it('restores an idle database to latest at once: it waits for no WAL file that is not written yet', async () => {
+    // An hour of archive_timeout: nothing but the restore's own switch ends a WAL file.
+    const idle = await createDatabase(p, { label: 'idle', archive_timeout_seconds: 3600 });
+    made.push(idle.id);
+    await waitFor(
+      async () => (await p.json<Database>(`/v1/databases/${idle.id}`)).archive.last_base_backup_at,
+      { what: 'first base backup', timeoutMs: 60_000, intervalMs: 200 },
+    );
+    await withClient(p, idle.connection_url, (c) =>
+      c.query("CREATE TABLE kept AS SELECT 'yes' AS v"),
+    );
+    await archiveNow(p, idle);
+    // The restore switches again with nothing written since: the file it must wait for is the
+    // one archived above, not the next one (which would end only after archive_timeout).
+    const copy = await p.json<Database>(`/v1/databases/${idle.id}/restore`, {
+      method: 'POST',
+      json: { label: 'idle-latest' },
+    });
+    made.push(copy.id);
+    await withClient(p, copy.connection_url, async (c) => {
+      assert.equal((await c.query('SELECT v FROM kept')).rows[0].v, 'yes');
+    });
+  });
+
   it('answers bad input with typed errors and leaves nothing behind', async () => {
     const before = (await p.json<{ items: Database[] }>('/v1/databases')).items.length;
     const volumesBefore = readdirSync(join(p.home, 'volumes')).length;

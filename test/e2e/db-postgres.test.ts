@@ -315,7 +315,7 @@ describe('managed PostgreSQL in a sandbox (real gVisor)', { timeout: 600_000 }, 
     const archived = async () =>
       Number(await db.sql('select archived_count from pg_stat_archiver', 'postgres'));
     const before = await archived();
-    const file = (await db.sql('select pg_walfile_name(pg_switch_wal())')).trim();
+    const file = await db.switchWal();
     await waitFor(() => outbox.taken.has(file), {
       what: `${file} to reach the outbox`,
       timeoutMs: 30_000,
@@ -334,7 +334,7 @@ describe('managed PostgreSQL in a sandbox (real gVisor)', { timeout: 600_000 }, 
     await db.sql("INSERT INTO t VALUES ('one')");
     between = (await db.sql('select clock_timestamp()')).trim();
     await db.sql("INSERT INTO t VALUES ('two')");
-    const last = (await db.sql('select pg_walfile_name(pg_switch_wal())')).trim();
+    const last = await db.switchWal();
     await waitFor(() => outbox.taken.has(last), {
       what: `${last} to be archived`,
       timeoutMs: 30_000,

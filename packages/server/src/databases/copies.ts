@@ -84,7 +84,7 @@ export class DatabaseCopies {
    */
   private async flush(db: DatabaseRecord): Promise<void> {
     const pg = this.dbs.provisioner.postgres(db.sandbox_id);
-    const file = (await pg.sql('SELECT pg_walfile_name(pg_switch_wal())')).trim();
+    const file = await pg.switchWal();
     let last = '';
     let progressAt = Date.now();
     for (;;) {

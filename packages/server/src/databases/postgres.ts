@@ -191,6 +191,20 @@ export class GuestPostgres {
     );
   }
 
+  /**
+   * Ends the current WAL file (pg_switch_wal) and answers the name of the last
+   * file that has to reach the archive for everything written so far to be
+   * there. pg_switch_wal answers the position just past the file it ended,
+   * the first byte of the next file, and PostgreSQL 17's pg_walfile_name names
+   * the file holding that byte (earlier versions named the one before at a
+   * boundary): one byte back is the file that was ended. With nothing written
+   * since the last switch there is nothing to end, and that names the file
+   * ended before, archived already.
+   */
+  async switchWal(): Promise<string> {
+    return (await this.sql('SELECT pg_walfile_name(pg_switch_wal() - 1)', 'postgres')).trim();
+  }
+
   /** Runs a /bin/sh line as postgres (logs, diagnostics) and returns its stdout. */
   async shell(line: string, o: { user?: string; timeoutMs?: number } = {}): Promise<string> {
     return this.ok(
