@@ -51,7 +51,10 @@ export interface TemplatesPlatform {
   stop(): Promise<void>;
 }
 
-export async function startTemplatesPlatform(): Promise<TemplatesPlatform> {
+/** `also`: more built templates of the shared cache to link in (e.g. postgres-17 for databases). */
+export async function startTemplatesPlatform(
+  options: { also?: string[] } = {},
+): Promise<TemplatesPlatform> {
   const tmp = mkdtempSync('/tmp/wtpl-');
   const templatesDir = join(tmp, 'templates');
   let p: TestPlatform | undefined;
@@ -59,7 +62,12 @@ export async function startTemplatesPlatform(): Promise<TemplatesPlatform> {
     mkdirSync(templatesDir);
     // code-interpreter only when a prepare-templates run built it (WARREN_TEMPLATES=code-interpreter).
     const ci = existsSync(join(TEMPLATES_DIR, 'code-interpreter/template.json'));
-    for (const t of ['base', '.guest', ...(ci ? ['code-interpreter'] : [])])
+    for (const t of [
+      'base',
+      '.guest',
+      ...(ci ? ['code-interpreter'] : []),
+      ...(options.also ?? []),
+    ])
       execFileSync('cp', ['-al', join(TEMPLATES_DIR, t), join(templatesDir, t)]);
     p = await startTestPlatform({ templatesDir, templates: ['base'] });
   } catch (err) {

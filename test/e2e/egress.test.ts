@@ -8,9 +8,11 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import parse from 'parse-prometheus-text-format';
 import { Sandbox } from '@warren/sdk';
 import { createSandbox, exec, startTestPlatform, REPO, type TestPlatform } from '../fixture';
 import { startTestNet, type TestNet } from '../net/netns';
+import { waitFor } from '../wait';
 
 const CLIENT = readFileSync(join(REPO, 'test/net/client.py'), 'utf8');
 const SECRET = 'Bearer wrn-test-secret-9f8e7d6c5b4a';
@@ -35,6 +37,21 @@ describe('sandbox egress: policy, proxies, credential injection (real gVisor)', 
     const body = (await res.json()) as { id?: string; error?: { code: string } };
     if (body.id) made.push(body.id);
     return [res.status, body.error?.code];
+  };
+
+  /** warren_egress_bytes_total {in, out} and allowed connections, from GET /metrics. */
+  const egressMetrics = async () => {
+    const families = parse(await (await p.api('/metrics')).text());
+    const read = (name: string, label: string, v: string) =>
+      Number(
+        families.find((f) => f.name === name)?.metrics.find((m) => m.labels?.[label] === v)
+          ?.value ?? 0,
+      );
+    return {
+      in: read('warren_egress_bytes_total', 'direction', 'in'),
+      out: read('warren_egress_bytes_total', 'direction', 'out'),
+      allowed: read('warren_egress_connections_total', 'decision', 'allowed'),
+    };
   };
 
   before(async () => {
@@ -73,10 +90,30 @@ describe('sandbox egress: policy, proxies, credential injection (real gVisor)', 
     });
 
     // HTTP through HTTP_PROXY: the secret reaches the upstream in the header.
+    const counted = await egressMetrics();
     const ok = await probe(id, 'http', 'http://allowed.test/echo');
     assert.equal(ok.status, 200, JSON.stringify(ok));
     const seen = JSON.parse(ok.body!) as { headers: Record<string, string> };
     assert.equal(seen.headers.authorization, SECRET);
+
+    // The platform's egress counters hold that connection's bytes, as its log entry has them:
+    // for a plain HTTP request, the bodies (the answer's in, none out for a GET).
+    const [entry] = await waitFor(
+      async () => {
+        const items = (await p.json(`/v1/sandboxes/${id}/egress`)).items as Array<{
+          bytes_in: number;
+          bytes_out: number;
+        }>;
+        return items.length > 0 && (await egressMetrics()).in > counted.in && items;
+      },
+      { what: 'the first connection in the egress log and in warren_egress_bytes_total' },
+    );
+    assert.deepEqual([entry!.bytes_in, entry!.bytes_out], [Buffer.byteLength(ok.body!), 0]);
+    const moved = await egressMetrics();
+    assert.deepEqual(
+      [moved.in - counted.in, moved.out - counted.out, moved.allowed - counted.allowed],
+      [entry!.bytes_in, 0, 1],
+    );
 
     // HTTPS: the proxy terminates TLS with the install's CA (trusted in the sandbox),
     // verifies the upstream against the operator's CA, and adds the header.

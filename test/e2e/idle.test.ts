@@ -1,5 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
 import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
 import { waitFor as waitForCondition, waitUntil } from '../wait';
 
@@ -12,15 +15,49 @@ interface ApiSandbox {
   expires_at: string;
 }
 
+interface StateChanged {
+  type: string;
+  data: { sandbox: { id: string }; state: string; cause: { kind: string; detail: string } };
+}
+
 describe('TTL and idle hibernation with short timeouts (real gVisor)', () => {
   let p: TestPlatform;
   const get = (id: string) => p.json<ApiSandbox>(`/v1/sandboxes/${id}`);
+  // sandbox.state_changed events, as a receiver on loopback got and verified them.
+  const changes: StateChanged[] = [];
+  let receiver: Server | undefined;
+  let secret = '';
 
   before(async () => {
     p = await startTestPlatform({ sweepIntervalMs: 200 });
+    const rx = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).map(([k, v]) => [k, String(v)]),
+        );
+        const body = Buffer.concat(chunks).toString();
+        changes.push(new Webhook(secret).verify(body, headers) as StateChanged);
+        res.writeHead(204).end();
+      });
+    });
+    receiver = rx;
+    await new Promise<void>((r) => rx.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(rx.address() as AddressInfo).port}/`;
+    const ep = await p.json<{ secret: string }>('/v1/webhooks', {
+      method: 'POST',
+      json: { url, events: ['sandbox.state_changed'] },
+    });
+    secret = ep.secret;
   });
   after(async () => {
-    await p?.stop();
+    try {
+      await p?.stop();
+    } finally {
+      receiver?.closeAllConnections();
+      receiver?.close();
+    }
   });
 
   /** Polls until the sandbox is in state, or fails after ms. */
@@ -61,7 +98,19 @@ describe('TTL and idle hibernation with short timeouts (real gVisor)', () => {
       const events = await p.json<{ items: Array<{ to_state: string; cause: string }> }>(
         `/v1/sandboxes/${idle}/events`,
       );
-      assert.match(events.items.find((e) => e.to_state === 'hibernated')?.cause ?? '', /idle/);
+      assert.match(
+        events.items.find((e) => e.to_state === 'hibernated')?.cause ?? '',
+        /^hibernate \(idle for \d+ s\)$/,
+      );
+      // Its webhook says the idle sweep did it, not an API call or the system.
+      const slept = await waitForCondition(
+        () =>
+          changes.find((e) => e.data.sandbox.id === idle && e.data.state === 'hibernated')?.data,
+        { what: `a signed sandbox.state_changed (hibernated) webhook for ${idle}` },
+      );
+      assert.equal(slept.cause.kind, 'idle');
+      assert.match(slept.cause.detail, /^hibernate \(idle for \d+ s\)$/);
+      assert.equal('key_id' in slept.cause, false);
       // The busy one used its CPU the whole time: still running.
       assert.equal((await get(busy)).state, 'running');
       // Use wakes it, and the file is there.

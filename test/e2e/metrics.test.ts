@@ -20,6 +20,9 @@ const REFUSED_REQUEST = [
   '    print(e)',
 ].join('\n');
 
+/** The latency buckets of registry.ts, in seconds. */
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
 /** The value of one series of a scrape (0 when the series is not there yet). */
 function value(families: PrometheusFamily[], name: string, labels: Record<string, string>) {
   const family = families.find((f) => f.name === name);
@@ -29,17 +32,41 @@ function value(families: PrometheusFamily[], name: string, labels: Record<string
   return Number(sample?.value ?? 0);
 }
 
+/**
+ * One series of a histogram, read from the exposition text: its buckets (by
+ * `le`, in the order written), count and sum. The parser above keeps no
+ * labels of a histogram's series (it merges them all into one), so the
+ * series of one route is read from its sample lines.
+ */
+function histogram(text: string, name: string, labels: Record<string, string>) {
+  const series = { buckets: [] as Array<[string, number]>, count: 0, sum: 0 };
+  for (const line of text.split('\n')) {
+    const m = /^(\w+)\{(.*)\} (\S+)$/.exec(line);
+    if (!m || !m[1]!.startsWith(`${name}_`)) continue;
+    const l = Object.fromEntries(
+      [...m[2]!.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]),
+    );
+    if (!Object.entries(labels).every(([k, v]) => l[k] === v)) continue;
+    const v = Number(m[3]);
+    if (m[1] === `${name}_bucket`) series.buckets.push([l.le!, v]);
+    else if (m[1] === `${name}_count`) series.count = v;
+    else if (m[1] === `${name}_sum`) series.sum = v;
+  }
+  return series;
+}
+
 describe('metrics and usage (real gVisor)', () => {
   let p: TestPlatform;
   let id: string;
   let readerKey: string;
 
-  const scrape = async (): Promise<PrometheusFamily[]> => {
+  const scrapeText = async (): Promise<string> => {
     const res = await p.api('/metrics');
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
-    return parse(await res.text());
+    return res.text();
   };
+  const scrape = async (): Promise<PrometheusFamily[]> => parse(await scrapeText());
 
   before(async () => {
     p = await startTestPlatform({ usageSampleMs: 500 });
@@ -68,13 +95,33 @@ describe('metrics and usage (real gVisor)', () => {
     assert.equal((await p.api('/metrics', { token: tenantAdmin.key })).status, 403);
 
     const labels = { method: 'GET', route: '/v1/sandboxes/:id', status: '404' };
-    const before = await scrape();
+    const beforeText = await scrapeText();
     for (let i = 0; i < 3; i++) assert.equal((await p.api('/v1/sandboxes/sbx_nosuch')).status, 404);
-    const after = await scrape();
+    const afterText = await scrapeText();
+    const [before, after] = [parse(beforeText), parse(afterText)];
     const moved = (name: string, l: Record<string, string>) =>
       value(after, name, l) - value(before, name, l);
     assert.equal(moved('warren_http_requests_total', labels), 3);
     assert.equal(moved('warren_api_errors_total', { code: 'SANDBOX_NOT_FOUND' }), 3);
+    // The same three requests in the latency histogram: its count, its +Inf bucket, its sum.
+    const latency = 'warren_http_request_duration_seconds';
+    assert.equal(after.find((f) => f.name === latency)?.type, 'HISTOGRAM');
+    const was = histogram(beforeText, latency, labels);
+    const now = histogram(afterText, latency, labels);
+    assert.equal(now.count - was.count, 3);
+    assert.ok(now.sum > was.sum, `sum ${was.sum} -> ${now.sum}`);
+    assert.deepEqual(
+      now.buckets.map(([le]) => le),
+      [...LATENCY_BUCKETS.map(String), '+Inf'],
+    );
+    const inf = (h: typeof now) => h.buckets.find(([le]) => le === '+Inf')?.[1] ?? 0;
+    assert.equal(inf(now) - inf(was), 3);
+    const counts = now.buckets.map(([, c]) => c);
+    assert.deepEqual(
+      counts,
+      [...counts].sort((a, b) => a - b),
+      'cumulative',
+    );
     assert.equal(value(after, 'warren_sandboxes', { state: 'running' }), 1);
     assert.equal(value(after, 'warren_sandboxes', { state: 'hibernated' }), 0);
     assert.ok(
@@ -124,5 +171,28 @@ describe('metrics and usage (real gVisor)', () => {
     assert.equal(group?.sandboxes, 1, JSON.stringify(usage));
     assert.ok(group.cpu_seconds >= 2 && group.memory_gb_seconds > 0);
     assert.ok(group.disk_bytes_peak >= disk);
+  });
+
+  it('counts a wake of a hibernated sandbox as a restore, not as a create', async () => {
+    const restored = { result: 'ok' };
+    const created = { source: 'template', result: 'ok' };
+    const before = await scrape();
+    await p.json(`/v1/sandboxes/${id}/hibernate`, { method: 'POST' });
+    const asleep = await scrape();
+    assert.equal(value(asleep, 'warren_sandboxes', { state: 'hibernated' }), 1);
+    assert.equal(value(asleep, 'warren_sandboxes', { state: 'running' }), 0);
+    assert.equal(
+      value(asleep, 'warren_sandbox_restores_total', restored),
+      value(before, 'warren_sandbox_restores_total', restored),
+    );
+    const woken = await p.json(`/v1/sandboxes/${id}/wake`, { method: 'POST' });
+    assert.equal(woken.state, 'running');
+    const after = await scrape();
+    const moved = (name: string, l: Record<string, string>) =>
+      value(after, name, l) - value(before, name, l);
+    assert.equal(moved('warren_sandbox_restores_total', restored), 1);
+    assert.equal(moved('warren_sandbox_creates_total', created), 0);
+    assert.equal(value(after, 'warren_sandboxes', { state: 'running' }), 1);
+    assert.equal((await exec(p, id, { cmd: 'true' })).exit_code, 0);
   });
 });

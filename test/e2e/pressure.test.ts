@@ -8,7 +8,16 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import parse from 'parse-prometheus-text-format';
 import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
+
+/** The counters of GET /metrics a refusal moves, by their labels. */
+const REFUSALS = [
+  ['warren_admission_refusals_total', { operation: 'create' }],
+  ['warren_admission_refusals_total', { operation: 'wake' }],
+  ['warren_sandbox_creates_total', { source: 'template', result: 'INSUFFICIENT_CAPACITY' }],
+  ['warren_sandbox_creates_total', { source: 'template', result: 'ok' }],
+] as const;
 
 describe('memory pressure ladder (real gVisor)', () => {
   let p: TestPlatform;
@@ -27,6 +36,19 @@ describe('memory pressure ladder (real gVisor)', () => {
     await p?.stop();
   });
 
+  /** The REFUSALS counters now (0 for a series not there yet). */
+  const counters = async () => {
+    const res = await p.api('/metrics');
+    assert.equal(res.status, 200);
+    const families = parse(await res.text());
+    return REFUSALS.map(([name, labels]) => {
+      const family = families.find((f) => f.name === name);
+      const sample = family?.metrics.find((m) =>
+        Object.entries(labels).every(([k, v]) => m.labels?.[k] === v),
+      );
+      return Number(sample?.value ?? 0);
+    });
+  };
   const state = async (id: string) => (await p.json(`/v1/sandboxes/${id}`)).state as string;
   const make = async (file: string) => {
     const id = await createSandbox(p, { template: 'base' });
@@ -36,6 +58,7 @@ describe('memory pressure ladder (real gVisor)', () => {
   };
 
   it('makes room by hibernating the least recently used idle sandbox; it wakes with its files', async () => {
+    const start = await counters();
     const a = await make('a');
     const b = await make('b');
     // a is the least recently used now.
@@ -49,6 +72,14 @@ describe('memory pressure ladder (real gVisor)', () => {
     // Using a wakes it, which makes room in turn: b is the least recently used of the others.
     const r = await exec(p, a, { cmd: 'cat', args: ['/root/mine'] });
     assert.equal(r.stdout, 'a\n');
+    // c's create and a's wake were each refused first, then admitted once room was made.
+    const [createRefusals, wakeRefusals, refusedCreates, okCreates] = (await counters()).map(
+      (n, i) => n - start[i]!,
+    );
+    assert.ok(createRefusals! >= 1, `${createRefusals} create refusals`);
+    assert.ok(wakeRefusals! >= 1, `${wakeRefusals} wake refusals`);
+    // Each refused create is a create with that result too; a, b and c were made.
+    assert.deepEqual([refusedCreates, okCreates], [createRefusals, 3]);
     assert.equal(await state(a), 'running');
     assert.equal(await state(b), 'hibernated');
     assert.equal(await state(c), 'running');
@@ -71,6 +102,7 @@ describe('memory pressure ladder (real gVisor)', () => {
     });
     try {
       for (const s of streams) assert.equal((await s.res).status, 200);
+      const before = await counters();
       const refused = await p.api('/v1/sandboxes', {
         method: 'POST',
         json: { template: 'base' },
@@ -78,6 +110,13 @@ describe('memory pressure ladder (real gVisor)', () => {
       assert.equal(refused.status, 503);
       const body = (await refused.json()) as { error: { code: string } };
       assert.equal(body.error.code, 'INSUFFICIENT_CAPACITY');
+      // The host refused once (nothing idle to free, so no second try): counted as a create refusal.
+      const after = await counters();
+      assert.deepEqual(
+        after.map((n, i) => n - before[i]!),
+        [1, 0, 1, 0],
+        'admission refusals {create, wake}, creates {INSUFFICIENT_CAPACITY, ok}',
+      );
       for (const id of running) assert.equal(await state(id), 'running');
       const items = (await p.json('/v1/sandboxes')).items as Array<{ id: string }>;
       assert.equal(items.length, made.length, 'no record of the refused sandbox');
