@@ -11,7 +11,14 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Database } from '@warren/protocol';
 import { startTestPlatform, unmountBelow, type TestPlatform } from '../fixture';
-import { archiveNow, createDatabase, dropDatabase, waitForState, withClient } from '../databases';
+import {
+  archiveNow,
+  connectError,
+  createDatabase,
+  dropDatabase,
+  waitForState,
+  withClient,
+} from '../databases';
 import { startS3, type TestS3 } from '../s3';
 import { waitFor } from '../wait';
 
@@ -153,6 +160,23 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
     assert.equal((await p.json<Database>(`/v1/databases/${db.id}`)).state, 'ready');
     const kinds = (await events(db.id)).map((e) => e.kind);
     assert.ok(kinds.includes('hibernated') && kinds.includes('woken'), kinds.join(','));
+
+    // Its sandbox is lost while it sleeps: a connection is told it recovers, and the server
+    // starts again on its volume with the data; it never stays a hibernated database
+    // whose sandbox cannot wake.
+    await waitForState(p, db.id, 'hibernated', 30_000);
+    const asleep = await p.json<Database>(`/v1/databases/${db.id}`);
+    await p.context.databases.service.lifecycle.destroy(
+      asleep.org_id,
+      asleep.sandbox_id,
+      'lost while hibernated (test)',
+    );
+    assert.equal(await connectError(p, db.connection_url), '57P03');
+    await waitForState(p, db.id, 'ready', 120_000);
+    const back = await withClient(p, db.connection_url, (c) => c.query('SELECT v FROM s'));
+    assert.deepEqual(back.rows, [{ v: 'before sleep' }]);
+    const after = (await events(db.id)).map((e) => e.kind);
+    assert.ok(after.includes('crashed') && after.includes('recovered'), after.join(','));
   });
 });
 

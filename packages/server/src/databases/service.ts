@@ -297,6 +297,21 @@ export class DatabaseService {
     await this.locks.run(db.id, async () => {
       const current = await this.queries.byId(db.id);
       if (current?.state !== 'hibernated') return;
+      const sbx = await this.lifecycle.get(db.org_id, db.sandbox_id);
+      if (sbx.state === 'stopped') {
+        // Its sandbox is gone (it died, or its saved state was lost): the watch starts the
+        // server again on its volume, as after a crash.
+        await this.queries.update(db.id, { state: 'recovering' });
+        await this.queries.event(
+          db.id,
+          'crashed',
+          `sandbox ${db.sandbox_id} stopped while the database was hibernated (${sbx.stop_reason ?? 'no reason recorded'})`,
+        );
+        throw new WarrenError(
+          'DATABASE_NOT_READY',
+          `database ${db.id} is recovering: its server is being started again; try again in a few seconds`,
+        );
+      }
       await this.lifecycle.use(db.org_id, db.sandbox_id);
       await this.queries.update(db.id, {
         state: 'ready',

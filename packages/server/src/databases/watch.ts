@@ -72,6 +72,9 @@ export class DatabaseWatch {
         const row = await this.dbs.lifecycle.row(db.org_id, db.sandbox_id);
         await this.dbs.lifecycle.transition(row, 'hibernate', `database ${db.id} scaled to zero`);
       }
+      // A server that died since the pass began is not asleep: the next pass recovers it
+      // (a database marked hibernated on a stopped sandbox could never be woken).
+      if ((await this.dbs.lifecycle.get(db.org_id, db.sandbox_id)).state !== 'hibernated') return;
       await this.dbs.queries.update(db.id, { state: 'hibernated' });
       await this.dbs.queries.event(
         db.id,
