@@ -1,9 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Webhook } from 'standardwebhooks';
 import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
+import { verifiedReceiver, type VerifiedReceiver } from '../webhook-receiver';
 import { waitFor as waitForCondition, waitUntil } from '../wait';
 
 interface ApiSandbox {
@@ -25,37 +23,23 @@ describe('TTL and idle hibernation with short timeouts (real gVisor)', () => {
   const get = (id: string) => p.json<ApiSandbox>(`/v1/sandboxes/${id}`);
   // sandbox.state_changed events, as a receiver on loopback got and verified them.
   const changes: StateChanged[] = [];
-  let receiver: Server | undefined;
-  let secret = '';
+  let receiver: VerifiedReceiver | undefined;
 
   before(async () => {
     p = await startTestPlatform({ sweepIntervalMs: 200 });
-    const rx = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const headers = Object.fromEntries(
-          Object.entries(req.headers).map(([k, v]) => [k, String(v)]),
-        );
-        const body = Buffer.concat(chunks).toString();
-        changes.push(new Webhook(secret).verify(body, headers) as StateChanged);
-        res.writeHead(204).end();
-      });
-    });
-    receiver = rx;
-    await new Promise<void>((r) => rx.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(rx.address() as AddressInfo).port}/`;
-    const ep = await p.json<{ secret: string }>('/v1/webhooks', {
-      method: 'POST',
-      json: { url, events: ['sandbox.state_changed'] },
-    });
-    secret = ep.secret;
+    receiver = await verifiedReceiver(
+      (url) =>
+        p.json('/v1/webhooks', {
+          method: 'POST',
+          json: { url, events: ['sandbox.state_changed'] },
+        }),
+      (event) => changes.push(event as StateChanged),
+    );
   });
   after(async () => {
     try {
       await p?.stop();
     } finally {
-      receiver?.closeAllConnections();
       receiver?.close();
     }
   });

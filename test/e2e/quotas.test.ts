@@ -1,10 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Quotas } from '@warren/sdk';
-import { Webhook } from 'standardwebhooks';
 import { runCli, startTestPlatform, type TestPlatform } from '../fixture';
+import { verifiedReceiver, type VerifiedReceiver } from '../webhook-receiver';
 import { waitFor } from '../wait';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -15,8 +13,7 @@ describe('quotas per organisation (real gVisor)', () => {
   let key: string; // the organisation's own admin key: not the install's admin
   // quota.exceeded events, as a webhook receiver on loopback got and verified them.
   const exceeded: Array<{ quota: string; limit: number; current: number }> = [];
-  let receiver: Server;
-  let secret = '';
+  let receiver: VerifiedReceiver | undefined;
   const made = new Set<string>();
 
   const call = (path: string, init: { method?: string; json?: unknown; token?: string } = {}) =>
@@ -60,26 +57,17 @@ describe('quotas per organisation (real gVisor)', () => {
         json: { name: 'q-admin', scopes: ['admin'], org_id: org },
       })
     ).key;
-    receiver = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const headers = Object.fromEntries(
-          Object.entries(req.headers).map(([k, v]) => [k, String(v)]),
-        );
-        const event = new Webhook(secret).verify(Buffer.concat(chunks).toString(), headers) as Json;
-        exceeded.push(event.data);
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`;
-    const endpoint = await call('/v1/webhooks', {
-      method: 'POST',
-      json: { url, events: ['quota.exceeded'] },
-    });
-    assert.equal(endpoint.status, 201, await endpoint.clone().text());
-    secret = ((await endpoint.json()) as Json).secret;
+    receiver = await verifiedReceiver(
+      async (url) => {
+        const endpoint = await call('/v1/webhooks', {
+          method: 'POST',
+          json: { url, events: ['quota.exceeded'] },
+        });
+        assert.equal(endpoint.status, 201, await endpoint.clone().text());
+        return (await endpoint.json()) as { secret: string };
+      },
+      (event) => exceeded.push((event as Json).data),
+    );
   });
   after(async () => {
     for (const id of made) await call(`/v1/sandboxes/${id}`, { method: 'DELETE' }).catch(() => 0);

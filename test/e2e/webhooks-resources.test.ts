@@ -9,13 +9,11 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Webhook } from 'standardwebhooks';
 import type { Database } from '@warren/protocol';
 import { createDatabase, dropDatabase } from '../databases';
 import { startTemplatesPlatform, type TemplatesPlatform } from '../templates';
 import type { TestPlatform } from '../fixture';
+import { verifiedReceiver, type VerifiedReceiver } from '../webhook-receiver';
 import { waitFor } from '../wait';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -28,8 +26,7 @@ interface Delivery {
 describe('webhooks of templates and databases (real gVisor)', { timeout: 900_000 }, () => {
   let t: TemplatesPlatform;
   let p: TestPlatform;
-  let receiver: Server | undefined;
-  let secret = '';
+  let receiver: VerifiedReceiver | undefined;
   const got: Delivery[] = [];
   const databases: string[] = [];
   const templates: string[] = [];
@@ -52,26 +49,14 @@ describe('webhooks of templates and databases (real gVisor)', { timeout: 900_000
   before(async () => {
     t = await startTemplatesPlatform({ also: ['postgres-17'] });
     p = t.p;
-    const rx = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const headers = Object.fromEntries(
-          Object.entries(req.headers).map(([k, v]) => [k, String(v)]),
-        );
-        const body = Buffer.concat(chunks).toString();
-        got.push({ body, event: new Webhook(secret).verify(body, headers) as Delivery['event'] });
-        res.writeHead(204).end();
-      });
-    });
-    receiver = rx;
-    await new Promise<void>((r) => rx.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(rx.address() as AddressInfo).port}/`;
-    const ep = await p.json('/v1/webhooks', {
-      method: 'POST',
-      json: { url, events: ['template.*', 'database.*'] },
-    });
-    secret = ep.secret;
+    receiver = await verifiedReceiver(
+      (url) =>
+        p.json('/v1/webhooks', {
+          method: 'POST',
+          json: { url, events: ['template.*', 'database.*'] },
+        }),
+      (event, body) => got.push({ body, event: event as Delivery['event'] }),
+    );
   });
 
   after(async () => {
@@ -85,7 +70,6 @@ describe('webhooks of templates and databases (real gVisor)', { timeout: 900_000
       }
     } finally {
       await t?.stop();
-      receiver?.closeAllConnections();
       receiver?.close();
     }
   });
