@@ -3,30 +3,11 @@ import { lazy, Suspense, useMemo, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, query } from '../lib/api';
 import { formatBytes } from '../lib/format';
-import {
-  RANGES,
-  formatFigure,
-  rangeOf,
-  sampleSeries,
-  type MetricsSample,
-  type RangeKey,
-} from '../lib/usage';
+import { RANGES, formatFigure, rangeOf, sampleSeries, type RangeKey } from '../lib/usage';
+import type { SandboxMetrics } from '../lib/types';
 import { ErrorBox, Loading } from './ErrorBox';
 
 const TimeChart = lazy(() => import('./TimeChart'));
-
-interface SandboxMetrics {
-  sample_interval_ms: number;
-  samples: MetricsSample[];
-  totals: {
-    cpu_seconds: number;
-    memory_gb_seconds: number;
-    sandbox_seconds: number;
-    disk_bytes_peak: number;
-    net_rx_bytes: number;
-    net_tx_bytes: number;
-  };
-}
 
 export function Metrics({ sandboxId }: { sandboxId: string }) {
   const [range, setRange] = useState<RangeKey>('1h');

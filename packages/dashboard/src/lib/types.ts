@@ -2,16 +2,21 @@
 export type {
   AuditEvent,
   Database,
+  DatabaseEvent,
   EgressEvent,
   FileInfo,
+  Health,
   NetworkView,
   ProcessInfo,
   PtyInfo,
   PtyToken,
   Sandbox,
+  SandboxMetrics,
   SandboxState,
   Snapshot,
   Template,
+  UsageReport,
+  UsageSample,
   Volume,
 } from '@warren/protocol';
 

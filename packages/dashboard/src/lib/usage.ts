@@ -1,4 +1,5 @@
 /** Usage figures for the dashboard: ranges, chart series and shares; pure, unit-tested. */
+import type { UsageSample } from './types';
 
 export const RANGES = {
   '1h': 3600,
@@ -16,18 +17,8 @@ export function rangeOf(key: RangeKey, now: number): { from: string; to: string 
   };
 }
 
-export interface MetricsSample {
-  at: string;
-  cpu_percent: number;
-  memory_bytes: number;
-  disk_bytes: number | null;
-  net_rx_bytes: number;
-  net_tx_bytes: number;
-  interval_seconds: number;
-}
-
 /** The columns a time chart draws: seconds since the epoch, and one array per figure. */
-export function sampleSeries(samples: MetricsSample[]): {
+export function sampleSeries(samples: UsageSample[]): {
   times: number[];
   cpuPercent: number[];
   memoryMiB: number[];

@@ -9,15 +9,9 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, query } from '../lib/api';
 import { archiveStatus, localToIso } from '../lib/databases';
 import { POLL_MS } from '../lib/hooks';
-import type { Database, Page } from '../lib/types';
+import type { Database, DatabaseEvent, Page } from '../lib/types';
 import { Copy } from '../components/Copy';
 import { ErrorBox, Loading } from '../components/ErrorBox';
-
-interface DatabaseEvent {
-  at: string;
-  kind: string;
-  message: string;
-}
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '-');
 

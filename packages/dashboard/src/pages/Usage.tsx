@@ -5,30 +5,8 @@ import { api, query } from '../lib/api';
 import { formatBytes, formatDuration } from '../lib/format';
 import { POLL_MS } from '../lib/hooks';
 import { RANGES, formatFigure, groupBy, rangeOf, shares, type RangeKey } from '../lib/usage';
+import type { Health, UsageReport } from '../lib/types';
 import { ErrorBox, Loading } from '../components/ErrorBox';
-
-interface Health {
-  version: string;
-  runtime: { driver: string; version: string };
-  hosts: { id: string; memory_budget_mb: number; memory_reserved_mb: number; sandboxes: number }[];
-  uptime_seconds: number;
-}
-
-interface Figures {
-  cpu_seconds: number;
-  memory_gb_seconds: number;
-  sandbox_seconds: number;
-  disk_bytes_peak: number;
-  net_rx_bytes: number;
-  net_tx_bytes: number;
-}
-interface UsageReport {
-  from: string;
-  to: string;
-  group_by: string;
-  groups: (Figures & { key: string | null; sandboxes: number })[];
-  totals: Figures;
-}
 
 export function UsagePage() {
   const [range, setRange] = useState<RangeKey>('24h');

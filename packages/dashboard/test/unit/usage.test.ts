@@ -16,7 +16,9 @@ test('samples become chart columns: seconds, percent, MiB, and network per secon
   const s = sampleSeries([
     {
       at: '2026-12-03T12:00:05.000Z',
+      cpu_seconds: 2.5,
       cpu_percent: 50,
+      memory_gb_seconds: 0.31,
       memory_bytes: 64 * 1024 * 1024,
       disk_bytes: null,
       net_rx_bytes: 1024,
@@ -25,7 +27,9 @@ test('samples become chart columns: seconds, percent, MiB, and network per secon
     },
     {
       at: '2026-12-03T12:00:10.000Z',
+      cpu_seconds: 0,
       cpu_percent: 0,
+      memory_gb_seconds: 0,
       memory_bytes: 0,
       disk_bytes: 2 * 1024 * 1024,
       net_rx_bytes: 0,

@@ -155,6 +155,7 @@ export const DatabaseEvent = Type.Object({
   kind: Type.String({ examples: ['created', 'hibernated', 'woken', 'crashed', 'recovered'] }),
   message: Type.String(),
 });
+export type DatabaseEvent = Static<typeof DatabaseEvent>;
 export const DatabaseEventList = Type.Object({ items: Type.Array(DatabaseEvent) });
 
 export const DatabaseLogQuery = Type.Object(
