@@ -6,3 +6,4 @@ export { createHostAgent, type LocalHostAgent } from './agent';
 export type { HostAgentConfig } from './config';
 export type { DriverName } from './runtime';
 export type { S3StoreConfig } from './snapshots';
+export { serveHostApi, type ServeHostOptions, type ServedHost } from './remote/serve';
