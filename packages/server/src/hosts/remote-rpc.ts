@@ -164,7 +164,21 @@ export class HostRpc {
   async download(path: string, args: unknown[]): Promise<{ size: number; stream: Readable }> {
     const res = await this.request(path, { body: args });
     if (!res.ok) throw await this.failed(res);
-    const stream = Readable.fromWeb(res.body as never);
+    const body = res.body!;
+    const o = this.o;
+    // Pulled as the caller reads (backpressure); a connection that breaks off is HOST_UNREACHABLE.
+    const stream = Readable.from(
+      (async function* () {
+        try {
+          for await (const chunk of body)
+            yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+        } catch (err) {
+          throw unreachable(o, err);
+        }
+      })(),
+      { objectMode: false },
+    );
+    stream.on('close', () => void body.cancel().catch(() => undefined));
     return { size: Number(res.headers.get(SIZE_HEADER)), stream };
   }
 

@@ -97,7 +97,9 @@ export function fakeHost(rec: FakeRecord): HostApi {
     code: any,
     files: {
       ...any,
-      write: async (_id: string, path: string, body: Readable) => {
+      write: async (id: string, path: string, body: Readable) => {
+        if (id !== 'sandbox_a')
+          throw new WarrenError('SANDBOX_NOT_RUNNING', `${id} is not running`);
         const hash = createHash('sha256');
         let bytes = 0;
         let maxLead = 0;
@@ -113,6 +115,12 @@ export function fakeHost(rec: FakeRecord): HostApi {
         return { path, size: bytes };
       },
       read: async (_id: string, path: string) => {
+        if (path === '/broken') {
+          const broken = new Readable({ read() {} });
+          broken.push(Buffer.alloc(1024));
+          setTimeout(() => broken.destroy(new Error('disk gone')), 50);
+          return { size: 1 << 20, stream: broken };
+        }
         if (path !== '/data') throw new WarrenError('FILE_NOT_FOUND', `${path} does not exist`);
         return { size: 5, stream: Readable.from([Buffer.from('he'), Buffer.from('llo')]) };
       },

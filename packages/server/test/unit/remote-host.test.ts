@@ -159,6 +159,13 @@ describe('host agent transport', () => {
     assert.equal(rec.written?.sha256, hash.digest('hex'));
     // The sender waits for the slow receiver: never more than a few MiB in flight.
     assert.ok(rec.written!.maxLead < 8 * 1024 * 1024, `lead ${rec.written!.maxLead} bytes`);
+    // Refused before its body is read: the error comes back, the upload stops.
+    const unread = Readable.from(
+      (function* () {
+        for (let i = 0; i < 800; i++) yield Buffer.alloc(64 * 1024);
+      })(),
+    );
+    await rejectsWith(remote.files.write('sandbox_b', '/x', unread), 'SANDBOX_NOT_RUNNING', 409);
   });
 
   it('reads a file as a stream with its size', async () => {
@@ -167,6 +174,15 @@ describe('host agent transport', () => {
     const chunks: Buffer[] = [];
     for await (const c of stream) chunks.push(c as Buffer);
     assert.equal(Buffer.concat(chunks).toString(), 'hello');
+    const broken = await remote.files.read('sandbox_a', '/broken');
+    let got = 0;
+    await assert.rejects(
+      (async () => {
+        for await (const c of broken.stream) got += (c as Buffer).length;
+      })(),
+      (err: WarrenError) => err.code === 'HOST_UNREACHABLE',
+    );
+    assert.equal(got, 1024);
   });
 
   it('streams build progress, then the result or the error', async () => {
