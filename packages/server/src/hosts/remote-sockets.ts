@@ -11,6 +11,8 @@ import { errorFrom, unreachable, type RpcOptions } from './remote-rpc';
 import type { WarrenError } from '../../../protocol/src/errors';
 
 const MAX_PAYLOAD = 64 * 1024 * 1024;
+/** How often the egress subscription checks that the agent still answers. */
+const HEARTBEAT_MS = 15_000;
 
 /** An egress decision as the host's proxy records it. */
 export type EgressRecord = Parameters<NonNullable<HostAgentConfig['onEgressEvent']>>[1];
@@ -136,9 +138,19 @@ export class HostSockets {
       timer = null;
       if (stopped) return;
       const ws = (current = this.connect('/host/events'));
+      let heartbeat: NodeJS.Timeout | null = null;
       ws.on('open', () => {
         delay = 250;
         settle();
+        // A host that vanished without closing (power, partition) is noticed: no pong, redial.
+        let alive = true;
+        ws.on('pong', () => (alive = true));
+        heartbeat = setInterval(() => {
+          if (!alive) return ws.terminate();
+          alive = false;
+          ws.ping();
+        }, HEARTBEAT_MS);
+        heartbeat.unref();
       });
       ws.on('message', (data: Buffer) => {
         const m = JSON.parse(data.toString()) as { sandbox_id: string; event: EgressRecord };
@@ -151,6 +163,7 @@ export class HostSockets {
       });
       ws.on('close', () => {
         settle();
+        if (heartbeat) clearInterval(heartbeat);
         if (stopped) return;
         timer = setTimeout(dial, delay);
         timer.unref();
