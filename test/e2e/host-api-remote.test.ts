@@ -6,18 +6,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import type { HostApi } from '@warren/protocol';
 import { createHostAgent } from '../../packages/host-agent/src/agent';
 import { serveHostApi, type ServedHost } from '../../packages/host-agent/src/remote/serve';
 import { hostAgentConfig, loadConfig } from '../../packages/server/src/config';
 import { connectRemoteHost } from '../../packages/server/src/hosts/remote-host';
+import { RUNSC, TEMPLATES_DIR } from '../fixture';
 import { hostApiContract } from '../host-api/contract';
-
-// As in test/fixture.ts, which is not imported: this test needs no platform.
-const REPO = join(import.meta.dirname, '../..');
-const TEMPLATES_DIR = join(REPO, '.state/templates');
-const RUNSC = join(REPO, '.state/bin/runsc');
 
 const homes: string[] = [];
 const open = new Set<HostApi>();

@@ -23,3 +23,4 @@ export * from './api/lsp';
 
 export type { Static, TSchema } from '@sinclair/typebox';
 export * from './api/code';
+export * from './api/hosts';

@@ -37,6 +37,7 @@ import { metricsHooks } from './metrics/hooks';
 import { metricsRoutes } from './routes/metrics';
 import { mcpRoutes } from './routes/mcp';
 import { usageRoutes } from './routes/usage';
+import { hostRoutes } from './routes/hosts';
 import { webhookRoutes } from './routes/webhooks';
 import { requestCauses } from './webhooks/cause';
 import { registerDashboard } from './dashboard';
@@ -209,6 +210,7 @@ export async function buildApp(
   await app.register(ptyRoutes(ctx));
   await app.register(codeRoutes(ctx));
   await app.register(lspRoutes(ctx));
+  await app.register(hostRoutes(ctx));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

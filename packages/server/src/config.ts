@@ -41,6 +41,8 @@ export interface Config extends AuthConfig {
   /** A sandbox using more CPU than this (percent of one CPU, between sweeps) is not idle. */
   idleCpuPercent: number;
   sweepIntervalMs: number;
+  /** How long a joined host's lease lasts without a heartbeat (agents heartbeat at a third of it). */
+  hostLeaseMs: number;
   /** How long stopped sandboxes stay visible before their records are purged. */
   stoppedRetentionSeconds: number;
   readyTimeoutMs: number;
@@ -176,6 +178,7 @@ export function loadConfig(
     ptyIdleTimeoutSeconds: int(env.WARREN_PTY_IDLE_TIMEOUT_SECONDS, 3600),
     lspIdleSeconds: int(env.WARREN_LSP_IDLE_SECONDS, LSP_IDLE_SECONDS),
     sweepIntervalMs: int(env.WARREN_SWEEP_INTERVAL_MS, 5000),
+    hostLeaseMs: int(env.WARREN_HOST_LEASE_SECONDS, 30) * 1000,
     stoppedRetentionSeconds: int(env.WARREN_STOPPED_RETENTION_SECONDS, 7 * 24 * 3600),
     readyTimeoutMs: int(env.WARREN_READY_TIMEOUT_MS, 15000),
     debianMirror: env.WARREN_DEBIAN_MIRROR ?? 'http://deb.debian.org/debian',

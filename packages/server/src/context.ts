@@ -2,6 +2,7 @@ import type { HostApi } from '@warren/protocol';
 import type { AuditService } from './audit-service';
 import type { Config } from './config';
 import type { Databases } from './databases';
+import type { HostService } from './hosts/service';
 import type { KeyService } from './keys/service';
 import type { Metrics } from './metrics/registry';
 import type { SandboxCreator } from './sandboxes/create';
@@ -26,7 +27,9 @@ export interface AppContext {
   store: Store;
   audit: AuditService;
   keys: KeyService;
+  /** Every host reached, behind one HostApi (hosts/router.ts). */
   host: HostApi;
+  hosts: HostService;
   sandboxes: SandboxLifecycle;
   creator: SandboxCreator;
   snapshots: SnapshotService;

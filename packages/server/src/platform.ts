@@ -15,6 +15,9 @@ import { Metrics } from './metrics/registry';
 import { hostAgentConfig, loadConfig, type Config } from './config';
 import type { AppContext } from './context';
 import { createDatabases, type DatabaseLog } from './databases';
+import { connectRemoteHost } from './hosts/remote-host';
+import { HostRouter } from './hosts/router';
+import { HostService } from './hosts/service';
 import { systemClock } from './sandboxes/clock';
 import { MemoryPressure } from './sandboxes/pressure';
 import { SandboxCreator } from './sandboxes/create';
@@ -82,13 +85,13 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
 
   let network: NetworkService | null = null;
   let metrics: Metrics | null = null;
-  const host = await createHostAgent({
-    ...hostAgentConfig(config),
-    onEgressEvent: (sandboxId, e) => {
-      network?.record(sandboxId, e);
-      metrics?.egress(e);
-    },
-  });
+  const onEgressEvent: Parameters<typeof createHostAgent>[0]['onEgressEvent'] = (sandboxId, e) => {
+    network?.record(sandboxId, e);
+    metrics?.egress(e);
+  };
+  const local = await createHostAgent({ ...hostAgentConfig(config), onEgressEvent });
+  // Every service reaches hosts through the router: the local agent and any that joined.
+  const host = new HostRouter(local, store);
   metrics = new Metrics(store, host);
   const sampler = new UsageSampler(store, host, config.usageSampleMs, config.usageRetentionSeconds);
   instrumentHost(host, metrics, sampler);
@@ -100,7 +103,15 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   sandboxes.pressure = new MemoryPressure(store, host, config, sandboxes);
   const creator = new SandboxCreator(store, host, config, volumes, sandboxes);
   network = new NetworkService(store, host, sandboxes);
-  await reconcileSandboxes(store, host, sandboxes);
+  await reconcileSandboxes(store, local, sandboxes);
+  const hosts = new HostService(store, host, sandboxes, {
+    leaseMs: config.hostLeaseMs,
+    version: VERSION,
+    connect: (o) => connectRemoteHost({ ...o, onEgressEvent }),
+    log: { info: (o, m) => app?.log.info(o, m), warn: (o, m) => app?.log.warn(o, m) },
+  });
+  creator.hosts = hosts;
+  await hosts.reconnectAll();
 
   const log: DatabaseLog = {
     info: (o, m) => app?.log.info(o, m),
@@ -127,6 +138,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     audit: new AuditService(store),
     keys: new KeyService(store, config.jwt, config.authFailures),
     host,
+    hosts,
     sandboxes,
     creator,
     snapshots,
@@ -161,6 +173,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const shownHost = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   sweeper.start();
   sampler.start();
+  hosts.start();
   webhooks.dispatcher.start();
 
   let closed = false;
@@ -171,7 +184,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     config,
     app,
     context,
-    host,
+    host: local,
     sweeper,
     dbPort,
     dbCaFile: databases.tls.caFile,
@@ -179,16 +192,18 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
       if (closed) return;
       closed = true;
       await sweeper.stop();
+      hosts.stop();
       // Deliveries cut short stay pending in the store: the next start sends them.
       await webhooks.dispatcher.stop();
       await databases.stop();
       await app!.close();
       if (config.destroyOnClose) {
-        const running = await store.sandboxesOnHost(host.id, ['creating', 'running', 'stopping']);
+        const running = await store.sandboxesOnHost(local.id, ['creating', 'running', 'stopping']);
         for (const row of running)
           await sandboxes.destroy(row.org_id, row.id, 'platform shut down').catch(() => undefined);
       }
       await sampler.stop();
+      // Joined agents keep their sandboxes: only the connections to them close.
       await host.close({ destroy: config.destroyOnClose });
       await store.close();
     },

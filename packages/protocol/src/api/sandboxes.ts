@@ -96,6 +96,14 @@ export const CreateSandboxRequest = Type.Object(
           'Volumes to attach. A writable attach is exclusive; read-only attaches can be shared.',
       }),
     ),
+    host_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description:
+          "Place it on this host (the install's admin only; see GET /v1/hosts). Refused with the reason when that host cannot take it.",
+      }),
+    ),
   },
   Strict,
 );

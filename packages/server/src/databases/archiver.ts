@@ -15,6 +15,7 @@ import { ArchiveLag } from './archive-lag';
 import { KeyedLock } from './locks';
 import { PG_OUTBOX } from './postgres';
 import { archivePrefix, fenceKey, walPrefix, type DatabaseProvisioner } from './provision';
+import { hostIds } from '../hosts/router';
 
 export class DatabaseArchiver {
   private timer: NodeJS.Timeout | null = null;
@@ -37,7 +38,9 @@ export class DatabaseArchiver {
 
   start(): void {
     this.timer = setInterval(() => {
-      this.running ??= this.pass().finally(() => (this.running = null));
+      this.running ??= this.pass()
+        .catch((err: Error) => this.log.warn({ err: err.message }, 'archive pass'))
+        .finally(() => (this.running = null));
     }, this.config.dbArchivePollMs);
     this.timer.unref();
   }
@@ -51,7 +54,7 @@ export class DatabaseArchiver {
 
   /** One round over the ready databases of this host. */
   async pass(): Promise<void> {
-    const dbs = await this.queries.onHost(this.host.id);
+    const dbs = await this.queries.onHost(hostIds(this.host));
     this.lag.keepOnly(new Set(dbs.map((d) => d.id)));
     for (const db of dbs) {
       if (db.state !== 'ready') {

@@ -14,6 +14,7 @@ import type { DatabaseLog } from './index';
 import { fenceKey } from './provision';
 import { restoreFromArchive } from './restore';
 import type { DatabaseService } from './service';
+import { hostIds } from '../hosts/router';
 
 export class DatabaseWatch {
   private timer: NodeJS.Timeout | null = null;
@@ -28,7 +29,10 @@ export class DatabaseWatch {
 
   start(): void {
     this.timer = setInterval(() => {
-      this.running ??= this.pass().finally(() => (this.running = null));
+      // A host that does not answer (a joined agent gone) fails the pass: the next one tries again.
+      this.running ??= this.pass()
+        .catch((err: Error) => this.log.warn({ err: err.message }, 'database watch'))
+        .finally(() => (this.running = null));
     }, this.dbs.config.dbWatchIntervalMs);
     this.timer.unref();
   }
@@ -46,7 +50,7 @@ export class DatabaseWatch {
 
   async pass(): Promise<void> {
     const live = new Set(await this.dbs.host.sandboxes.live());
-    for (const db of await this.dbs.queries.onHost(this.dbs.host.id)) {
+    for (const db of await this.dbs.queries.onHost(hostIds(this.dbs.host))) {
       if (this.dbs.locks.busy(db.id)) continue;
       try {
         if ((db.state === 'ready' && !live.has(db.sandbox_id)) || db.state === 'recovering')

@@ -7,7 +7,7 @@
 import { Readable } from 'node:stream';
 import { Agent, fetch, type Response } from 'undici';
 // This checkout's code table (HOST_UNREACHABLE); the same module as @warren/protocol's.
-import { isErrorCode, WarrenError } from '../../../protocol/src/errors';
+import { isErrorCode, WarrenError } from '@warren/protocol';
 
 export interface RpcOptions {
   id: string;

@@ -8,7 +8,7 @@ import { createWebSocketStream, WebSocket } from 'ws';
 import type { PtyAttachHandlers, PtyAttachment } from '@warren/protocol';
 import type { HostAgentConfig } from '@warren/host-agent';
 import { errorFrom, unreachable, type RpcOptions } from './remote-rpc';
-import type { WarrenError } from '../../../protocol/src/errors';
+import type { WarrenError } from '@warren/protocol';
 
 const MAX_PAYLOAD = 64 * 1024 * 1024;
 /** How often the egress subscription checks that the agent still answers. */

@@ -15,6 +15,15 @@ export const ROUTE_SCOPES: Record<string, RouteAccess> = {
   'GET /v1/health': 'public',
   'GET /v1/databases/ca.pem': 'public',
   'GET /v1/openapi.json': 'any',
+  // Agents present a join token or their host credential, checked by the handler.
+  'POST /v1/hosts/join': 'public',
+  'POST /v1/hosts/:id/heartbeat': 'public',
+  // The handlers narrow these to the install's admin.
+  'POST /v1/hosts/join-tokens': ['admin'],
+  'GET /v1/hosts': ['admin'],
+  'GET /v1/hosts/:id': ['admin'],
+  'POST /v1/hosts/:id/drain': ['admin'],
+  'DELETE /v1/hosts/:id': ['admin'],
 
   'POST /v1/sandboxes': write,
   'GET /v1/sandboxes': read,

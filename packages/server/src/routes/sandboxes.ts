@@ -9,7 +9,9 @@ import {
   SandboxEventList,
   SandboxList,
   UpdateSandboxRequest,
+  WarrenError,
 } from '@warren/protocol';
+import { DEFAULT_ORG } from '../auth';
 import type { AppContext } from '../context';
 import { checkSnapshotAccess, listFilter } from '../keys/access';
 import { checkCreate, checkLabels } from '../keys/restriction';
@@ -33,6 +35,12 @@ export const sandboxRoutes =
       async (req, reply) => {
         const p = req.principal!;
         checkCreate(p.restriction, req.body.metadata);
+        if (req.body.host_id !== undefined && !p.installAdmin)
+          throw new WarrenError(
+            'MISSING_SCOPE',
+            `host_id is a placement hint for the install's admin: this key lacks the scope admin of ${DEFAULT_ORG}`,
+            { missing_scope: 'admin' },
+          );
         if (req.body.from_snapshot) await checkSnapshotAccess(ctx.store, p, req.body.from_snapshot);
         // Only whether the caller may see it: the creator reads the template once, through the host.
         else await ctx.templates.checkVisible(p.orgId, req.body.template);

@@ -17,6 +17,7 @@ import {
 import { hashToken } from '../auth';
 import type { Config } from '../config';
 import { newPreviewToken } from '../preview/token';
+import type { HostService } from '../hosts/service';
 import type { QuotaService } from '../quotas/service';
 import type { SandboxRecord, SnapshotRecord, Store } from '../store/store';
 import type { VolumeService } from '../volume-service';
@@ -32,6 +33,8 @@ export interface LaunchOptions {
   volumes?: VolumeAttachment[];
   /** Host volumes owned by something else than the volumes API (a database's data volume). */
   hostVolumes?: HostVolumeAttachment[];
+  /** An admin's placement hint (`host_id`). */
+  hostId?: string;
   env: Record<string, string>;
   metadata?: Record<string, string>;
   ttlSeconds?: number;
@@ -80,6 +83,8 @@ export function inherit(
 export class SandboxCreator {
   /** Set by the platform: creates are admitted against the organisation's quotas. */
   quotas: QuotaService | null = null;
+  /** Set by the platform: where new sandboxes go (one host without it). */
+  hosts: HostService | null = null;
 
   constructor(
     private readonly store: Store,
@@ -104,6 +109,7 @@ export class SandboxCreator {
       persistent: req.persistent,
       idleTimeoutSeconds: req.idle_timeout_seconds,
       preview: { auth: req.preview_auth === true },
+      hostId: req.host_id,
       cause: 'restored from template snapshot',
     });
   }
@@ -133,6 +139,7 @@ export class SandboxCreator {
       forkKind: 'memory',
       snapshotId: snap.id,
       preview: { auth: req.preview_auth === true },
+      hostId: req.host_id,
       cause: `restored from snapshot ${snap.id}`,
     });
   }
@@ -150,10 +157,15 @@ export class SandboxCreator {
     const previewAuth = o.preview?.auth === true;
     const previewToken = previewAuth && !o.preview?.tokenHash ? newPreviewToken() : undefined;
     const clock = this.lifecycle.clock;
+    const placement = await this.hosts?.place({
+      template: o.template,
+      memoryMb: o.memoryMb ?? 0,
+      pinned: await this.pinned(orgId, o),
+    });
     const rec: SandboxRecord = {
       id: newId('sandbox'),
       org_id: orgId,
-      host_id: this.host.id,
+      host_id: placement?.hostId ?? this.host.id,
       template: o.template,
       state: 'creating',
       cpu: o.cpu ?? 0,
@@ -184,7 +196,10 @@ export class SandboxCreator {
         ...(await this.volumes.attach(orgId, rec.id, volumes)),
         ...(o.hostVolumes ?? []),
       ];
-      const size = await this.lifecycle.admitting(rec.id, () =>
+      // The pressure ladder makes room on the control plane's own host; a joined agent admits alone.
+      const admit = <T>(attempt: () => Promise<T>) =>
+        rec.host_id === this.host.id ? this.lifecycle.admitting(rec.id, attempt) : attempt();
+      const size = await admit(() =>
         this.host.sandboxes.create({
           id: rec.id,
           template: o.template,
@@ -207,10 +222,36 @@ export class SandboxCreator {
     } finally {
       this.quotas?.settled(rec.id);
     }
-    await this.store.setState(rec.id, 'running', o.cause);
+    await this.store.setState(
+      rec.id,
+      'running',
+      placement?.reason ? `${o.cause}; ${placement.reason}` : o.cause,
+    );
     await this.lifecycle.touch(rec); // idle and TTL count from when it runs, not from the request
     const sandbox = await this.lifecycle.get(orgId, rec.id);
     return previewToken ? { ...sandbox, preview_token: previewToken } : sandbox;
+  }
+
+  /** The one host a sandbox must go to: where its volume, capture or (local) snapshot is. */
+  private async pinned(
+    orgId: string,
+    o: LaunchOptions,
+  ): Promise<{ hostId: string; why: string } | undefined> {
+    const router = this.hosts?.router;
+    if (!router) return undefined;
+    if (o.hostId) return { hostId: o.hostId, why: 'asked for by an admin' };
+    const vol = o.hostVolumes?.[0];
+    if (vol)
+      return { hostId: await router.volumeHost(vol.id), why: `its volume ${vol.id} is there` };
+    if ((o.volumes ?? []).length > 0)
+      return { hostId: router.local.id, why: 'volumes are on the local host' };
+    if (o.source?.kind === 'capture')
+      return { hostId: router.captureHost(o.source.capture_id), why: 'its parent is there' };
+    if (o.source?.kind === 'snapshot' && this.config.snapshotStore.kind === 'local') {
+      const snap = await this.store.getSnapshot(orgId, o.source.snapshot_id);
+      if (snap) return { hostId: snap.host_id, why: "its snapshot is in that host's local store" };
+    }
+    return undefined;
   }
 
   /** Inserts the record, checked against the quotas first (atomically per organisation). */

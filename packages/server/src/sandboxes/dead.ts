@@ -10,6 +10,7 @@
 import type { HostApi } from '@warren/protocol';
 import type { Store } from '../store/store';
 import type { SandboxLifecycle } from './lifecycle';
+import { hostIds } from '../hosts/router';
 
 export const OUT_OF_MEMORY = 'out of memory';
 
@@ -24,7 +25,7 @@ export class DeadSandboxes {
 
   /** Records the dead sandboxes stopped; returns them with their cause. */
   async reap(): Promise<Array<{ id: string; cause: string }>> {
-    const rows = await this.store.sandboxesOnHost(this.host.id, ['running', 'paused']);
+    const rows = await this.store.sandboxesOnHost(hostIds(this.host), ['running', 'paused']);
     const live = new Set(await this.host.sandboxes.live());
     const gone = rows.filter((r) => !live.has(r.id)).map((r) => r.id);
     const confirmed = gone.filter((id) => this.missing.has(id));

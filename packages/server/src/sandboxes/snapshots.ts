@@ -77,7 +77,7 @@ export class SnapshotService {
       const snap: SnapshotRecord = {
         id: snapId,
         org_id: orgId,
-        host_id: this.host.id,
+        host_id: row.host_id,
         sandbox_id: id,
         template: row.template,
         cpu: row.cpu,

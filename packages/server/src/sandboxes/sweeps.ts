@@ -8,6 +8,7 @@ import type { Store } from '../store/store';
 import { isoIn } from './clock';
 import { DeadSandboxes } from './dead';
 import type { SandboxLifecycle } from './lifecycle';
+import { hostIds } from '../hosts/router';
 
 /**
  * CPU use is averaged over windows of at least this long: over one short sweep
@@ -87,7 +88,7 @@ export class IdleSweeps {
   async hibernateIdle(): Promise<string[]> {
     const now = this.lifecycle.clock();
     const hibernated: string[] = [];
-    const rows = await this.store.sandboxesOnHost(this.host.id, ['running', 'paused']);
+    const rows = await this.store.sandboxesOnHost(hostIds(this.host), ['running', 'paused']);
     const running = new Set(rows.filter((r) => r.state === 'running').map((r) => r.id));
     for (const id of this.cpuSamples.keys()) if (!running.has(id)) this.cpuSamples.delete(id);
     for (const row of rows) {

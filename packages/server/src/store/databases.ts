@@ -55,11 +55,11 @@ export class DatabaseQueries {
   }
 
   /** Every database on a host (of all organisations): the watch loop's work list. */
-  async onHost(hostId: string): Promise<DatabaseRecord[]> {
+  async onHost(hostId: string | readonly string[]): Promise<DatabaseRecord[]> {
     const rows = await this.db
       .selectFrom('databases')
       .selectAll()
-      .where('host_id', '=', hostId)
+      .where('host_id', 'in', typeof hostId === 'string' ? [hostId] : [...hostId])
       .execute();
     return rows.map(decode);
   }

@@ -6,6 +6,7 @@
  */
 import type { Kysely, Migration } from 'kysely';
 import { columnTypes, type DataTypeExpression } from './dialect';
+import { hostsMigration } from './migration-hosts';
 import { usageMigration } from './migration-usage';
 
 export const migrations: Record<string, Migration> = {
@@ -360,4 +361,5 @@ export const migrations: Record<string, Migration> = {
     },
   },
   '0011_usage': usageMigration,
+  '0012_hosts': hostsMigration,
 };

@@ -295,7 +295,44 @@ export interface WebhookAttemptTable {
   at: string;
 }
 
+/** A host agent that joined (several hosts, docs/multi-host.md). */
+export interface HostTable {
+  id: string;
+  /** Where the control plane reaches the agent's HostApi. */
+  url: string;
+  /**
+   * The credential issued at join: a secret the agent and the control planes
+   * share. The agent presents it on heartbeats and the control plane calls
+   * the agent's HostApi with it, so it is kept, not hashed (like any stored
+   * service password, it is as safe as the store).
+   */
+  credential: string;
+  /** active | draining | lost */
+  state: string;
+  /** Raised each time the host is fenced: what it owns, it owns under this epoch. */
+  epoch: number;
+  /** Epoch milliseconds; past it without a heartbeat, the host is lost. */
+  lease_expires_at: number;
+  joined_at: string;
+  last_heartbeat_at: string | null;
+  /** JSON HostCapacity of the last heartbeat. */
+  capacity: string;
+  /** JSON HostInfo and agent version of the last heartbeat. */
+  info: string;
+  state_reason: string;
+}
+
+export interface HostJoinTokenTable {
+  token_hash: string;
+  created_at: string;
+  expires_at: number;
+  used_at: string | null;
+  host_id: string | null;
+}
+
 export interface Database {
+  hosts: HostTable;
+  host_join_tokens: HostJoinTokenTable;
   organisations: OrganisationTable;
   api_tokens: ApiTokenTable;
   template_owners: TemplateOwnerTable;

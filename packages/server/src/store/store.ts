@@ -257,11 +257,16 @@ export class Store {
     return { rows: page.map(decodeSandbox), nextCursor: more && last ? encodeCursor(last) : null };
   }
 
-  async sandboxesOnHost(hostId: string, states: SandboxState[]): Promise<SandboxRecord[]> {
+  /** The sandboxes in `states` on a host, or on any of several. */
+  async sandboxesOnHost(
+    hostId: string | readonly string[],
+    states: SandboxState[],
+  ): Promise<SandboxRecord[]> {
+    const ids = typeof hostId === 'string' ? [hostId] : [...hostId];
     const rows = await this.db
       .selectFrom('sandboxes')
       .selectAll()
-      .where('host_id', '=', hostId)
+      .where('host_id', 'in', ids)
       .where('state', 'in', states)
       .execute();
     return rows.map(decodeSandbox);

@@ -10,6 +10,7 @@ import type { HostApi } from '@warren/protocol';
 import type { SandboxRecord, Store } from '../store/store';
 import { UsageQueries } from '../store/usage';
 import { increment, type CounterState } from './integrate';
+import { hostIds } from '../hosts/router';
 
 export interface SamplerLog {
   warn(o: object, msg: string): void;
@@ -53,7 +54,7 @@ export class UsageSampler {
     if (this.running) return this.running;
     this.running = (async () => {
       try {
-        const live = await this.store.sandboxesOnHost(this.host.id, ['running', 'paused']);
+        const live = await this.store.sandboxesOnHost(hostIds(this.host), ['running', 'paused']);
         await Promise.all(live.map((row) => this.sample(row)));
         if (Date.now() - this.prunedAt >= PRUNE_EVERY_MS) {
           this.prunedAt = Date.now();

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { Duplex, Readable } from 'node:stream';
 import type { ExecEvent, HostApi, PtyAttachHandlers } from '@warren/protocol';
-import { WarrenError } from '../../../protocol/src/errors';
+import { WarrenError } from '@warren/protocol';
 
 export interface FakeRecord {
   execAborted: boolean;

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { serveHostApi, type ServedHost } from '../../../host-agent/src/remote/serve';
 import { connectRemoteHost, type RemoteHost } from '../../src/hosts/remote-host';
-import { WarrenError } from '../../../protocol/src/errors';
+import { WarrenError } from '@warren/protocol';
 import { waitFor } from '../../../../test/wait';
 import { fakeHost, type FakeRecord } from './remote-fake-host';
 
