@@ -20,6 +20,9 @@ import { register as templateRm } from './commands/template/rm';
 import { register as up } from './commands/platform/up';
 import { register as usage } from './commands/platform/usage';
 import { register as mcp } from './commands/platform/mcp';
+import { register as agent } from './commands/platform/agent';
+import { register as cluster } from './commands/platform/cluster';
+import { register as hosts } from './commands/host/hosts';
 import { register as volumeCreate } from './commands/volume/create';
 import { register as volumeLs } from './commands/volume/ls';
 import { register as volumeRm } from './commands/volume/rm';
@@ -82,6 +85,9 @@ export function createProgram(io: Io): Command {
   up(program, io);
   usage(program, io);
   mcp(program, version);
+  agent(program, io);
+  cluster(program, io);
+  hosts(program, io);
   return program;
 }
 

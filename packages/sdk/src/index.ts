@@ -37,6 +37,7 @@ export type { BuildOptions } from './templates';
 export { Volumes } from './volumes';
 export { Keys, Organisations, SCOPES, type CreateKeyOptions } from './keys';
 export { Audit } from './audit';
+export { Hosts, type Host, type HostJoinToken } from './hosts';
 export type { AuditPage } from './audit';
 export { Quotas, type OrganisationQuotas, type QuotaOverrides } from './quotas';
 export { Webhooks, WEBHOOK_EVENT_TYPES } from './webhooks';

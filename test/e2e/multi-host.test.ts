@@ -1,0 +1,391 @@
+/**
+ * Several hosts on one machine: a control plane (with its own in-process
+ * agent) and two `warren agent` processes that joined it, each with its own
+ * home and gVisor runtime root, reached over the HostApi transport. Placement
+ * spreads sandboxes over the three, exec and files reach a sandbox through
+ * its agent, a drained host takes none, a killed agent's sandboxes are lost
+ * after its lease, and an agent that was killed or frozen past its lease is
+ * fenced when it comes back: it destroys what it held and rejoins empty.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  createSandbox,
+  exec,
+  REPO,
+  RUNSC,
+  startTestPlatform,
+  TEMPLATES_DIR,
+  unmountBelow,
+  type TestPlatform,
+} from '../fixture';
+import { startS3, type TestS3 } from '../s3';
+import { waitFor } from '../wait';
+
+const LEASE_S = 3;
+const WARREN = join(REPO, 'packages/cli/bin/warren.js');
+
+interface Agent {
+  home: string;
+  hostId: string;
+  child: ChildProcess;
+  log: string;
+}
+
+type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+function containers(home: string): string[] {
+  try {
+    return execFileSync(RUNSC, ['--root', join(home, 'runsc'), 'list', '-quiet'], {
+      encoding: 'utf8',
+    })
+      .split('\n')
+      .filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+describe('several hosts', () => {
+  let p: TestPlatform;
+  let s3: TestS3;
+  const agents = new Map<string, Agent>();
+  const homes: string[] = [];
+
+  async function startAgent(
+    hostId: string,
+    token?: string,
+    home = mkdtempSync('/tmp/wag-'),
+  ): Promise<Agent> {
+    if (!homes.includes(home)) homes.push(home);
+    const args = [WARREN, 'agent', '--control-plane', p.url, '--host-id', hostId];
+    if (token) args.push('--join-token', token);
+    const child = spawn(process.execPath, args, {
+      env: {
+        ...process.env,
+        WARREN_HOME: home,
+        WARREN_TEMPLATES_DIR: TEMPLATES_DIR,
+        WARREN_RUNSC: RUNSC,
+        WARREN_MEMORY_BUDGET_MB: '4096',
+        WARREN_DESTROY_ON_CLOSE: '1',
+        WARREN_LOG_LEVEL: 'warn',
+        // One snapshot store for every host: a snapshot taken on one restores on another.
+        WARREN_SNAPSHOT_STORE: 's3',
+        WARREN_S3_BUCKET: s3.config.bucket,
+        WARREN_S3_PREFIX: s3.config.prefix,
+        WARREN_S3_ENDPOINT: s3.config.endpoint,
+        WARREN_S3_ACCESS_KEY_ID: s3.config.accessKeyId,
+        WARREN_S3_SECRET_ACCESS_KEY: s3.config.secretAccessKey,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const agent: Agent = { home, hostId, child, log: '' };
+    child.stdout!.on('data', (d: Buffer) => (agent.log += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (agent.log += d.toString()));
+    agents.set(hostId, agent);
+    await waitFor(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`agent exited: ${agent.log}`);
+        return /^host \S+ at /m.test(agent.log);
+      },
+      { timeoutMs: 60_000, what: `agent ${hostId} up` },
+    );
+    return agent;
+  }
+
+  const host = (id: string) => p.json<Json>(`/v1/hosts/${id}`);
+  const hostOf = async (sandboxId: string) =>
+    (await p.context.store.getSandboxById(sandboxId))!.host_id;
+  const token = async () =>
+    (await p.json<Json>('/v1/hosts/join-tokens', { method: 'POST', json: {} })).token as string;
+
+  before(async () => {
+    s3 = await startS3();
+    p = await startTestPlatform({
+      hostLeaseMs: LEASE_S * 1000,
+      snapshotStore: { kind: 's3', ...s3.config },
+    });
+    await startAgent('host_a1', await token());
+    await startAgent('host_b1', await token());
+    await waitFor(
+      async () => (await p.json<Json>('/v1/hosts')).hosts.every((h: Json) => h.connected),
+      {
+        timeoutMs: 20_000,
+        what: 'every host connected',
+      },
+    );
+  });
+
+  after(async () => {
+    for (const a of agents.values()) {
+      if (a.child.exitCode === null && a.child.signalCode === null) {
+        a.child.kill('SIGCONT');
+        a.child.kill('SIGTERM');
+        await new Promise((r) => a.child.once('exit', r));
+      }
+    }
+    for (const home of homes) {
+      for (const id of containers(home))
+        try {
+          execFileSync(RUNSC, ['--root', join(home, 'runsc'), 'delete', '-force', id]);
+        } catch {
+          // gone
+        }
+      unmountBelow(home);
+      rmSync(home, { recursive: true, force: true });
+    }
+    await p?.stop();
+    await s3?.stop();
+  });
+
+  it('refuses a wrong or used join token, a spoofed host id, and non-admins', async () => {
+    const bad = await p.api('/v1/hosts/join', {
+      method: 'POST',
+      token: null,
+      json: { token: 'wjt_nope' },
+    });
+    assert.equal(bad.status, 401);
+    assert.equal(((await bad.json()) as Json).error.code, 'JOIN_TOKEN_INVALID');
+    const t = await token();
+    const ok = await p.api('/v1/hosts/join', {
+      method: 'POST',
+      token: null,
+      json: { token: t, host_id: 'host_x1' },
+    });
+    assert.equal(ok.status, 201);
+    const joined = (await ok.json()) as Json;
+    const again = await p.api('/v1/hosts/join', {
+      method: 'POST',
+      token: null,
+      json: { token: t },
+    });
+    assert.equal(((await again.json()) as Json).error.code, 'JOIN_TOKEN_INVALID');
+    // host_x1's credential does not speak for host_a1.
+    const spoof = await p.api('/v1/hosts/host_a1/heartbeat', {
+      method: 'POST',
+      token: joined.credential,
+      json: {
+        epoch: 1,
+        url: 'http://127.0.0.1:9',
+        capacity: { memory_budget_mb: 1, memory_reserved_mb: 0, sandboxes: 0 },
+        version: 'x',
+        templates: [],
+      },
+    });
+    assert.equal(spoof.status, 401);
+    assert.equal(((await spoof.json()) as Json).error.code, 'UNAUTHORIZED');
+    const unknown = await p.api('/v1/hosts/host_nope/drain', { method: 'POST' });
+    assert.equal(unknown.status, 404);
+    assert.equal(((await unknown.json()) as Json).error.code, 'HOST_NOT_FOUND');
+    const key = await p.json<Json>('/v1/keys', {
+      method: 'POST',
+      json: { name: 'writer', scopes: ['sandboxes:write', 'sandboxes:read'] },
+    });
+    const denied = await p.api('/v1/hosts', { token: key.key });
+    assert.equal(denied.status, 403);
+    assert.equal(((await denied.json()) as Json).error.code, 'MISSING_SCOPE');
+    // The host that joined and never heartbeat is removed (it owns nothing).
+    assert.equal((await p.api('/v1/hosts/host_x1', { method: 'DELETE' })).status, 204);
+    assert.equal((await p.api('/v1/hosts/host_x1')).status, 404);
+  });
+
+  it('spreads sandboxes over the hosts and reaches each through its agent', async () => {
+    const ids = [await createSandbox(p), await createSandbox(p), await createSandbox(p)];
+    try {
+      const on = await Promise.all(ids.map(hostOf));
+      assert.deepEqual([...on].sort(), ['host_a1', 'host_b1', 'host_local']);
+      for (const [i, id] of ids.entries()) {
+        const r = await exec(p, id, {
+          cmd: 'sh',
+          args: ['-c', `echo hi from ${i}; hostname >/dev/null`],
+        });
+        assert.equal(r.stdout, `hi from ${i}\n`);
+        const events = await p.json<Json>(`/v1/sandboxes/${id}/events`);
+        assert.ok(
+          events.items.some((e: Json) => e.cause.includes(`placed on ${on[i]}`)),
+          JSON.stringify(events),
+        );
+      }
+      const remote = ids[on.indexOf('host_a1')]!;
+      // It runs in that agent's own runtime.
+      assert.ok(containers(agents.get('host_a1')!.home).includes(remote));
+      const body = 'x'.repeat(300_000);
+      const put = await p.api(`/v1/sandboxes/${remote}/files?path=/tmp/f.txt`, {
+        method: 'PUT',
+        body,
+      });
+      assert.equal(put.status, 200, await put.text());
+      const got = await p.api(`/v1/sandboxes/${remote}/files?path=/tmp/f.txt`);
+      assert.equal(await got.text(), body);
+      const hosts = (await p.json<Json>('/v1/hosts')).hosts as Json[];
+      assert.deepEqual(
+        hosts.map((h) => [h.id, h.state, h.sandboxes]),
+        [
+          ['host_local', 'active', 1],
+          ['host_a1', 'active', 1],
+          ['host_b1', 'active', 1],
+        ],
+      );
+    } finally {
+      for (const id of ids) await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    }
+    // The runtime's teardown finishes in the background.
+    await waitFor(() => containers(agents.get('host_a1')!.home).length === 0, {
+      what: "host_a1's runtime to hold nothing",
+    });
+  });
+
+  it('restores a snapshot taken on one host on another, where an admin places it', async () => {
+    const parent = await createSandbox(p, { template: 'base', host_id: 'host_local' });
+    let child = '';
+    try {
+      assert.equal(await hostOf(parent), 'host_local');
+      await exec(p, parent, { cmd: 'sh', args: ['-c', 'echo made on host_local > /tmp/origin'] });
+      const snap = await p.json<Json>(`/v1/sandboxes/${parent}/snapshots`, { method: 'POST' });
+      const key = await p.json<Json>('/v1/keys', {
+        method: 'POST',
+        json: { name: 'no-hints', scopes: ['sandboxes:write', 'sandboxes:read'] },
+      });
+      const refused = await p.api('/v1/sandboxes', {
+        method: 'POST',
+        token: key.key,
+        json: { from_snapshot: snap.id, host_id: 'host_a1' },
+      });
+      assert.equal(refused.status, 403);
+      const noHost = await p.api('/v1/sandboxes', {
+        method: 'POST',
+        json: { from_snapshot: snap.id, host_id: 'host_nope' },
+      });
+      assert.equal(noHost.status, 404);
+      assert.equal(((await noHost.json()) as Json).error.code, 'HOST_NOT_FOUND');
+      child = await createSandbox(p, { from_snapshot: snap.id, host_id: 'host_a1' });
+      assert.equal(await hostOf(child), 'host_a1');
+      assert.equal(
+        (await exec(p, child, { cmd: 'cat', args: ['/tmp/origin'] })).stdout,
+        'made on host_local\n',
+      );
+      const events = await p.json<Json>(`/v1/sandboxes/${child}/events`);
+      assert.ok(
+        events.items.some((e: Json) => /placed on host_a1: asked for by an admin/.test(e.cause)),
+      );
+      await p.api(`/v1/snapshots/${snap.id}`, { method: 'DELETE' });
+    } finally {
+      await p.api(`/v1/sandboxes/${parent}`, { method: 'DELETE' });
+      if (child) await p.api(`/v1/sandboxes/${child}`, { method: 'DELETE' });
+    }
+  });
+
+  it('places nothing on a drained host', async () => {
+    const drained = await p.json<Json>('/v1/hosts/host_b1/drain', { method: 'POST' });
+    assert.equal(drained.state, 'draining');
+    const ids = [await createSandbox(p), await createSandbox(p), await createSandbox(p)];
+    try {
+      const on = await Promise.all(ids.map(hostOf));
+      assert.ok(!on.includes('host_b1'), on.join());
+      assert.deepEqual(new Set(on), new Set(['host_local', 'host_a1']));
+    } finally {
+      for (const id of ids) await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    }
+    // A drained host with nothing on it can be removed; its agent is then refused.
+    assert.equal((await p.api('/v1/hosts/host_b1', { method: 'DELETE' })).status, 204);
+    const b = agents.get('host_b1')!;
+    await waitFor(async () => /heartbeat failed: not the credential of host host_b1/.test(b.log), {
+      timeoutMs: 10_000,
+      what: 'the removed agent refused',
+    });
+    b.child.kill('SIGTERM');
+    await new Promise((r) => b.child.once('exit', r));
+  });
+
+  it('loses a killed agent after its lease, and fences it when it comes back', async () => {
+    const a = agents.get('host_a1')!;
+    const id = await createSandbox(p);
+    const other = await createSandbox(p);
+    const on = [await hostOf(id), await hostOf(other)];
+    const onA = on[0] === 'host_a1' ? id : other;
+    const onLocal = onA === id ? other : id;
+    try {
+      assert.deepEqual(new Set(on), new Set(['host_a1', 'host_local']));
+      a.child.kill('SIGKILL');
+      await new Promise((r) => a.child.once('exit', r));
+      // Its sandbox goes on running in the runtime: nobody can reach it.
+      assert.ok(containers(a.home).includes(onA));
+      const started = Date.now();
+      await waitFor(async () => (await host('host_a1')).state === 'lost', {
+        timeoutMs: 20_000,
+        what: 'host lost',
+      });
+      const lostAfter = (Date.now() - started) / 1000;
+      assert.ok(lostAfter < LEASE_S + 3, `lost after ${lostAfter} s`);
+      const h = await host('host_a1');
+      assert.equal(h.epoch, 2);
+      assert.match(h.state_reason, /^lease expired: no heartbeat for \d+\.\d s$/);
+      const sbx = await waitFor(
+        async () => {
+          const s = await p.json<Json>(`/v1/sandboxes/${onA}`);
+          return s.state === 'stopped' && s;
+        },
+        { what: 'its sandbox recorded stopped' },
+      );
+      assert.match(sbx.stop_reason, /^host host_a1 lost \(lease expired/);
+      const run = await p.api(`/v1/sandboxes/${onA}/exec`, {
+        method: 'POST',
+        json: { cmd: 'true' },
+      });
+      assert.equal(run.status, 409);
+      // The rest of the install carries on.
+      assert.equal((await exec(p, onLocal, { cmd: 'echo', args: ['still'] })).stdout, 'still\n');
+      // Restarted on its home, it is fenced, destroys what it held, and rejoins empty.
+      await startAgent('host_a1', undefined, a.home);
+      await waitFor(async () => (await host('host_a1')).state === 'active', {
+        timeoutMs: 20_000,
+        what: 'rejoined',
+      });
+      const back = await host('host_a1');
+      assert.deepEqual([back.epoch, back.state_reason, back.sandboxes], [2, 'rejoined empty', 0]);
+      assert.deepEqual(containers(a.home), []);
+      assert.match(agents.get('host_a1')!.log, /fenced .* destroying every sandbox of epoch 1/);
+    } finally {
+      await p.api(`/v1/sandboxes/${onLocal}`, { method: 'DELETE' });
+      await p.api(`/v1/sandboxes/${onA}`, { method: 'DELETE' });
+    }
+  });
+
+  it('fences an agent frozen past its lease: nothing runs twice', async () => {
+    const a = agents.get('host_a1')!;
+    // Placement spreads: of two new sandboxes, one goes to host_local and one to host_a1.
+    const keep = await createSandbox(p);
+    const id = await createSandbox(p);
+    try {
+      const onA = (await hostOf(keep)) === 'host_a1' ? keep : id;
+      assert.equal(await hostOf(onA), 'host_a1');
+      assert.equal((await exec(p, onA, { cmd: 'echo', args: ['before'] })).stdout, 'before\n');
+      a.child.kill('SIGSTOP');
+      await waitFor(async () => (await host('host_a1')).state === 'lost', {
+        timeoutMs: 20_000,
+        what: 'host lost',
+      });
+      await waitFor(async () => (await p.json<Json>(`/v1/sandboxes/${onA}`)).state === 'stopped', {
+        what: 'its sandbox recorded stopped',
+      });
+      a.child.kill('SIGCONT');
+      await waitFor(async () => (await host('host_a1')).state === 'active', {
+        timeoutMs: 20_000,
+        what: 'rejoined',
+      });
+      const back = await host('host_a1');
+      assert.deepEqual([back.epoch, back.state_reason, back.sandboxes], [3, 'rejoined empty', 0]);
+      await waitFor(async () => !containers(a.home).includes(onA), {
+        timeoutMs: 10_000,
+        what: 'old copy gone',
+      });
+      assert.match(a.log, /destroying every sandbox of epoch 2/);
+    } finally {
+      await p.api(`/v1/sandboxes/${keep}`, { method: 'DELETE' });
+      await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    }
+  });
+});
