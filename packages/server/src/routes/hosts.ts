@@ -78,6 +78,8 @@ export const hostRoutes =
     app.post(
       '/v1/hosts/:id/heartbeat',
       {
+        // Every agent, every few seconds: logged only when it fails.
+        logLevel: 'warn',
         schema: {
           tags: ['hosts'],
           summary: 'An agent renews its lease and reports its address, capacity and templates',
