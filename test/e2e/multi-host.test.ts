@@ -9,91 +9,45 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdtempSync } from 'node:fs';
 import {
-  createSandbox,
-  exec,
-  REPO,
-  RUNSC,
-  startTestPlatform,
-  TEMPLATES_DIR,
-  unmountBelow,
-  type TestPlatform,
-} from '../fixture';
+  containers,
+  removeHomes,
+  selfSignedCert,
+  startAgentProcess,
+  stopAgent,
+  type AgentProcess,
+} from '../agents';
+import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
 import { startS3, type TestS3 } from '../s3';
 import { waitFor } from '../wait';
 
 const LEASE_S = 3;
-const WARREN = join(REPO, 'packages/cli/bin/warren.js');
-
-interface Agent {
-  home: string;
-  hostId: string;
-  child: ChildProcess;
-  log: string;
-}
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-function containers(home: string): string[] {
-  try {
-    return execFileSync(RUNSC, ['--root', join(home, 'runsc'), 'list', '-quiet'], {
-      encoding: 'utf8',
-    })
-      .split('\n')
-      .filter(Boolean);
-  } catch {
-    return [];
-  }
-}
 
 describe('several hosts', () => {
   let p: TestPlatform;
   let s3: TestS3;
-  const agents = new Map<string, Agent>();
+  const agents = new Map<string, AgentProcess>();
   const homes: string[] = [];
+  const certDir = mkdtempSync('/tmp/wag-tls-');
+  homes.push(certDir);
+  // host_b1 serves its HostApi over HTTPS with a self-signed certificate the control plane trusts.
+  const tls = selfSignedCert(certDir);
 
-  async function startAgent(
-    hostId: string,
-    token?: string,
-    home = mkdtempSync('/tmp/wag-'),
-  ): Promise<Agent> {
-    if (!homes.includes(home)) homes.push(home);
-    const args = [WARREN, 'agent', '--control-plane', p.url, '--host-id', hostId];
-    if (token) args.push('--join-token', token);
-    const child = spawn(process.execPath, args, {
-      env: {
-        ...process.env,
-        WARREN_HOME: home,
-        WARREN_TEMPLATES_DIR: TEMPLATES_DIR,
-        WARREN_RUNSC: RUNSC,
-        WARREN_MEMORY_BUDGET_MB: '4096',
-        WARREN_DESTROY_ON_CLOSE: '1',
-        WARREN_LOG_LEVEL: 'warn',
-        // One snapshot store for every host: a snapshot taken on one restores on another.
-        WARREN_SNAPSHOT_STORE: 's3',
-        WARREN_S3_BUCKET: s3.config.bucket,
-        WARREN_S3_PREFIX: s3.config.prefix,
-        WARREN_S3_ENDPOINT: s3.config.endpoint,
-        WARREN_S3_ACCESS_KEY_ID: s3.config.accessKeyId,
-        WARREN_S3_SECRET_ACCESS_KEY: s3.config.secretAccessKey,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  async function startAgent(hostId: string, token?: string, home?: string, https = false) {
+    const a = await startAgentProcess({
+      controlPlane: p.url,
+      hostId,
+      token,
+      home,
+      tls: https ? tls : undefined,
+      s3: s3.config,
     });
-    const agent: Agent = { home, hostId, child, log: '' };
-    child.stdout!.on('data', (d: Buffer) => (agent.log += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (agent.log += d.toString()));
-    agents.set(hostId, agent);
-    await waitFor(
-      async () => {
-        if (child.exitCode !== null) throw new Error(`agent exited: ${agent.log}`);
-        return /^host \S+ at /m.test(agent.log);
-      },
-      { timeoutMs: 60_000, what: `agent ${hostId} up` },
-    );
-    return agent;
+    if (!homes.includes(a.home)) homes.push(a.home);
+    agents.set(hostId, a);
+    return a;
   }
 
   const host = (id: string) => p.json<Json>(`/v1/hosts/${id}`);
@@ -107,9 +61,10 @@ describe('several hosts', () => {
     p = await startTestPlatform({
       hostLeaseMs: LEASE_S * 1000,
       snapshotStore: { kind: 's3', ...s3.config },
+      agentCaFile: tls.cert,
     });
     await startAgent('host_a1', await token());
-    await startAgent('host_b1', await token());
+    await startAgent('host_b1', await token(), undefined, true);
     await waitFor(
       async () => (await p.json<Json>('/v1/hosts')).hosts.every((h: Json) => h.connected),
       {
@@ -120,23 +75,8 @@ describe('several hosts', () => {
   });
 
   after(async () => {
-    for (const a of agents.values()) {
-      if (a.child.exitCode === null && a.child.signalCode === null) {
-        a.child.kill('SIGCONT');
-        a.child.kill('SIGTERM');
-        await new Promise((r) => a.child.once('exit', r));
-      }
-    }
-    for (const home of homes) {
-      for (const id of containers(home))
-        try {
-          execFileSync(RUNSC, ['--root', join(home, 'runsc'), 'delete', '-force', id]);
-        } catch {
-          // gone
-        }
-      unmountBelow(home);
-      rmSync(home, { recursive: true, force: true });
-    }
+    for (const a of agents.values()) await stopAgent(a);
+    removeHomes(homes);
     await p?.stop();
     await s3?.stop();
   });
@@ -221,6 +161,7 @@ describe('several hosts', () => {
       const got = await p.api(`/v1/sandboxes/${remote}/files?path=/tmp/f.txt`);
       assert.equal(await got.text(), body);
       const hosts = (await p.json<Json>('/v1/hosts')).hosts as Json[];
+      assert.match(hosts.find((h) => h.id === 'host_b1').url, /^https:\/\/127\.0\.0\.1:\d+$/);
       assert.deepEqual(
         hosts.map((h) => [h.id, h.state, h.sandboxes]),
         [
@@ -300,15 +241,19 @@ describe('several hosts', () => {
     await new Promise((r) => b.child.once('exit', r));
   });
 
-  it('loses a killed agent after its lease, and fences it when it comes back', async () => {
+  it('loses a killed agent after its lease, restores its persistent sandbox elsewhere, and fences it when it comes back', async () => {
     const a = agents.get('host_a1')!;
     const id = await createSandbox(p);
     const other = await createSandbox(p);
     const on = [await hostOf(id), await hostOf(other)];
     const onA = on[0] === 'host_a1' ? id : other;
     const onLocal = onA === id ? other : id;
+    // A persistent sandbox with a snapshot: it comes back from it on another host.
+    const kept = await createSandbox(p, { template: 'base', persistent: true, host_id: 'host_a1' });
     try {
       assert.deepEqual(new Set(on), new Set(['host_a1', 'host_local']));
+      await exec(p, kept, { cmd: 'sh', args: ['-c', 'echo kept > /tmp/kept'] });
+      const snap = await p.json<Json>(`/v1/sandboxes/${kept}/snapshots`, { method: 'POST' });
       a.child.kill('SIGKILL');
       await new Promise((r) => a.child.once('exit', r));
       // Its sandbox goes on running in the runtime: nobody can reach it.
@@ -338,6 +283,19 @@ describe('several hosts', () => {
       assert.equal(run.status, 409);
       // The rest of the install carries on.
       assert.equal((await exec(p, onLocal, { cmd: 'echo', args: ['still'] })).stdout, 'still\n');
+      // Recovery goes through the lost host's sandboxes one by one.
+      await waitFor(async () => (await hostOf(kept)) === 'host_local', {
+        what: 'restored elsewhere',
+      });
+      assert.equal((await p.json<Json>(`/v1/sandboxes/${kept}`)).state, 'running');
+      assert.equal((await exec(p, kept, { cmd: 'cat', args: ['/tmp/kept'] })).stdout, 'kept\n');
+      const events = (await p.json<Json>(`/v1/sandboxes/${kept}/events`)).items as Json[];
+      assert.match(
+        events.at(-1).cause,
+        new RegExp(
+          `^restored from snapshot ${snap.id} \\(.*\\): host host_a1 lost \\(lease expired.*placed on host_local`,
+        ),
+      );
       // Restarted on its home, it is fenced, destroys what it held, and rejoins empty.
       await startAgent('host_a1', undefined, a.home);
       await waitFor(async () => (await host('host_a1')).state === 'active', {
@@ -348,9 +306,13 @@ describe('several hosts', () => {
       assert.deepEqual([back.epoch, back.state_reason, back.sandboxes], [2, 'rejoined empty', 0]);
       assert.deepEqual(containers(a.home), []);
       assert.match(agents.get('host_a1')!.log, /fenced .* destroying every sandbox of epoch 1/);
+      // The restored copy still answers where it is: the old one is gone, nothing runs twice.
+      assert.equal((await exec(p, kept, { cmd: 'cat', args: ['/tmp/kept'] })).stdout, 'kept\n');
+      await p.api(`/v1/snapshots/${snap.id}`, { method: 'DELETE' });
     } finally {
       await p.api(`/v1/sandboxes/${onLocal}`, { method: 'DELETE' });
       await p.api(`/v1/sandboxes/${onA}`, { method: 'DELETE' });
+      await p.api(`/v1/sandboxes/${kept}`, { method: 'DELETE' });
     }
   });
 

@@ -43,6 +43,8 @@ export interface Config extends AuthConfig {
   sweepIntervalMs: number;
   /** How long a joined host's lease lasts without a heartbeat (agents heartbeat at a third of it). */
   hostLeaseMs: number;
+  /** PEM file of the CA (or certificate) that joined agents' HTTPS certificates are checked against. */
+  agentCaFile: string | null;
   /** How long stopped sandboxes stay visible before their records are purged. */
   stoppedRetentionSeconds: number;
   readyTimeoutMs: number;
@@ -179,6 +181,7 @@ export function loadConfig(
     lspIdleSeconds: int(env.WARREN_LSP_IDLE_SECONDS, LSP_IDLE_SECONDS),
     sweepIntervalMs: int(env.WARREN_SWEEP_INTERVAL_MS, 5000),
     hostLeaseMs: int(env.WARREN_HOST_LEASE_SECONDS, 30) * 1000,
+    agentCaFile: env.WARREN_AGENT_CA_FILE || null,
     stoppedRetentionSeconds: int(env.WARREN_STOPPED_RETENTION_SECONDS, 7 * 24 * 3600),
     readyTimeoutMs: int(env.WARREN_READY_TIMEOUT_MS, 15000),
     debianMirror: env.WARREN_DEBIAN_MIRROR ?? 'http://deb.debian.org/debian',

@@ -3,7 +3,7 @@
  * The control plane reaches the agent only through HostApi, so several hosts
  * later are a change of transport, not a rewrite.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHostAgent, type LocalHostAgent } from '@warren/host-agent';
 import { buildApp, type App } from './app';
@@ -104,10 +104,12 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const creator = new SandboxCreator(store, host, config, volumes, sandboxes);
   network = new NetworkService(store, host, sandboxes);
   await reconcileSandboxes(store, local, sandboxes);
+  const agentCa = config.agentCaFile ? readFileSync(config.agentCaFile) : undefined;
   const hosts = new HostService(store, host, sandboxes, {
     leaseMs: config.hostLeaseMs,
     version: VERSION,
-    connect: (o) => connectRemoteHost({ ...o, onEgressEvent }),
+    sharedSnapshots: config.snapshotStore.kind === 's3',
+    connect: (o) => connectRemoteHost({ ...o, onEgressEvent, ca: agentCa }),
     log: { info: (o, m) => app?.log.info(o, m), warn: (o, m) => app?.log.warn(o, m) },
   });
   creator.hosts = hosts;

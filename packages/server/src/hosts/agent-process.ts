@@ -28,6 +28,8 @@ export interface AgentOptions {
   advertise?: string;
   /** An id to join as (default: a new one). */
   hostId?: string;
+  /** PEM files of the HostApi's TLS certificate and key: it serves HTTPS (the control plane needs WARREN_AGENT_CA_FILE). */
+  tls?: { cert: string; key: string };
   config?: Partial<Config>;
   log?: (line: string) => void;
 }
@@ -101,6 +103,7 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
     server = await serveHostApi(agent, {
       credential: id.credential,
       listen: o.listen ?? { host: '127.0.0.1', port: 0 },
+      tls: o.tls && { cert: readFileSync(o.tls.cert), key: readFileSync(o.tls.key) },
     });
   } catch (err) {
     await agent.close();

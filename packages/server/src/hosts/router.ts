@@ -41,6 +41,8 @@ export class HostRouter implements HostApi {
   private readonly volumeHosts = new Map<string, string>();
   /** Where the next create of a sandbox id goes (set by placement just before). */
   private readonly placed = new Map<string, string>();
+  /** Once an agent has joined, every call looks up its sandbox's host (it may be gone). */
+  private joined = false;
 
   constructor(
     readonly local: HostApi,
@@ -52,6 +54,7 @@ export class HostRouter implements HostApi {
   /** Adds (or replaces) the connection to a host. */
   connect(host: HostApi): void {
     this.remote.set(host.id, host);
+    this.joined = true;
   }
 
   /** Forgets a host's connection and closes it (its sandboxes stay). */
@@ -84,7 +87,7 @@ export class HostRouter implements HostApi {
 
   /** The host a sandbox is on, by its record. */
   async ofSandbox(sandboxId: string): Promise<HostApi> {
-    if (this.remote.size === 0) return this.local;
+    if (!this.joined) return this.local;
     const placed = this.placed.get(sandboxId);
     if (placed) return this.host(placed);
     const rec = await this.store.getSandboxById(sandboxId);
@@ -92,7 +95,7 @@ export class HostRouter implements HostApi {
   }
 
   private async ofVolume(volumeId: string): Promise<HostApi> {
-    if (this.remote.size === 0) return this.local;
+    if (!this.joined) return this.local;
     const known = this.volumeHosts.get(volumeId);
     if (known) return this.host(known);
     const v = await this.store.db

@@ -27,6 +27,7 @@ import type { SandboxLifecycle } from '../sandboxes/lifecycle';
 import { reconcileSandboxes } from '../sandboxes/reconcile';
 import { HostQueries, type HostRow } from '../store/hosts';
 import type { Store } from '../store/store';
+import { recoverLostHost } from './recovery';
 import { place, type Placement, type PlacementCandidate, type PlacementRequest } from './placement';
 import type { HostRouter } from './router';
 
@@ -36,6 +37,8 @@ export interface HostServiceOptions {
   leaseMs: number;
   connect: ConnectHost;
   version: string;
+  /** Snapshots are in a store every host reads (S3): a lost host's persistent sandboxes are restored elsewhere. */
+  sharedSnapshots: boolean;
   log: { warn(o: object, m: string): void; info(o: object, m: string): void };
 }
 
@@ -174,8 +177,18 @@ export class HostService {
       const reason = `lease expired: no heartbeat for ${secs} s`;
       if (!(await this.queries.expire(row.id, row.lease_expires_at, reason))) continue;
       await this.router.disconnect(row.id);
-      for (const sbx of await this.store.sandboxesOnHost(row.id, [...LIVE]))
-        await this.lifecycle.stopped(sbx.id, `host ${row.id} lost (${reason})`);
+      await recoverLostHost(
+        {
+          store: this.store,
+          router: this.router,
+          lifecycle: this.lifecycle,
+          place: (req) => this.place(req),
+          sharedSnapshots: this.o.sharedSnapshots,
+          log: this.o.log,
+        },
+        row.id,
+        `host ${row.id} lost (${reason})`,
+      );
       this.o.log.warn({ host: row.id, reason }, 'host lost');
       lost.push(row.id);
     }

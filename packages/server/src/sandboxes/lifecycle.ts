@@ -224,6 +224,18 @@ export class SandboxLifecycle {
     });
   }
 
+  /**
+   * Records stopped a sandbox whose host was lost: nothing is asked of the
+   * host (it cannot answer; fenced, it destroys the sandbox itself).
+   */
+  async lost(id: string, reason: string): Promise<void> {
+    await this.volumes.detach(id);
+    await this.store.setState(id, 'stopped', reason, {
+      stopped_at: isoIn(this.clock),
+      stop_reason: reason,
+    });
+  }
+
   /** Removes a sandbox from its host and records it stopped. */
   async stopped(id: string, reason: string): Promise<void> {
     await this.host.sandboxes.destroy(id);

@@ -63,6 +63,7 @@ for (const kind of STORE_KINDS)
       const service = new HostService(store, router, lifecycle, {
         leaseMs: 1000,
         version: 'test',
+        sharedSnapshots: false,
         log: quiet,
         connect: async (o) => {
           connected.push(`${o.id} ${o.url} ${o.credential.slice(0, 4)}`);

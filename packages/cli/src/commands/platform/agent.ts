@@ -23,6 +23,8 @@ export function register(program: Command, io: Io): void {
     .option('--listen <host:port>', 'where its HostApi listens (default 127.0.0.1:0)')
     .option('--advertise <url>', 'the URL the control plane reaches it at')
     .option('--host-id <id>', 'an id to join as (default: a new one)')
+    .option('--tls-cert <file>', 'serve the HostApi over HTTPS with this PEM certificate')
+    .option('--tls-key <file>', 'the PEM key of --tls-cert')
     .action(
       async (opts: {
         controlPlane: string;
@@ -30,7 +32,10 @@ export function register(program: Command, io: Io): void {
         listen?: string;
         advertise?: string;
         hostId?: string;
+        tlsCert?: string;
+        tlsKey?: string;
       }) => {
+        if (!opts.tlsCert !== !opts.tlsKey) throw new Error('--tls-cert and --tls-key go together');
         const { startAgent } = await import('@warren/server');
         const agent = await startAgent({
           controlPlane: opts.controlPlane.replace(/\/+$/, ''),
@@ -38,6 +43,7 @@ export function register(program: Command, io: Io): void {
           listen: opts.listen ? listenOf(opts.listen) : undefined,
           advertise: opts.advertise,
           hostId: opts.hostId,
+          tls: opts.tlsCert ? { cert: opts.tlsCert, key: opts.tlsKey! } : undefined,
           log: (line) => io.stderr.write(`[warren agent] ${line}\n`),
         });
         io.stdout.write(`host ${agent.hostId} at ${agent.url}\n`);

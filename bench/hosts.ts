@@ -1,0 +1,201 @@
+/**
+ * Several hosts: placement with 1,000 simulated hosts in the store (against
+ * the scoring alone, in memory); create → first exec through a `warren
+ * agent` process against the control plane's in-process agent; a snapshot
+ * restored on another host (fetched from the S3 store) against the same
+ * restore on the host that took it; and how long after an agent's SIGKILL
+ * its sandboxes are recorded lost (lease 3 s).
+ * Run: node --import tsx bench/hosts.ts (part of `npm run bench`).
+ */
+import type { HostApi } from '@warren/protocol';
+import { removeHomes, startAgentProcess, stopAgent } from '../test/agents';
+import { exec, startTestPlatform } from '../test/fixture';
+import { startS3 } from '../test/s3';
+import { waitFor } from '../test/wait';
+import { place, type PlacementCandidate } from '../packages/server/src/hosts/placement';
+import { now, printTable, timed, type Row } from './stats';
+
+const RUNS = Number(process.env.BENCH_HOSTS_RUNS ?? 10);
+const HOSTS = 1000;
+const rows: Row[] = [];
+
+const s3 = await startS3();
+const p = await startTestPlatform({
+  hostLeaseMs: 3000,
+  snapshotStore: { kind: 's3', ...s3.config },
+});
+const homes: string[] = [];
+const agents: Awaited<ReturnType<typeof startAgentProcess>>[] = [];
+try {
+  // ---- placement among 1,000 hosts: the store read and the scoring ----
+  const hosts = p.context.hosts;
+  const capacity = {
+    memory_budget_mb: 16384,
+    memory_reserved_mb: 0,
+    sandboxes: 0,
+    memory_used_mb: 0,
+  };
+  const candidates: PlacementCandidate[] = [];
+  for (let i = 0; i < HOSTS; i++) {
+    const id = `host_sim${String(i).padStart(4, '0')}`;
+    await hosts.queries.insert({
+      id,
+      url: 'http://127.0.0.1:9',
+      credential: 'x',
+      state: 'active',
+      epoch: 1,
+      lease_expires_at: Date.now() + 3_600_000,
+      joined_at: new Date().toISOString(),
+      last_heartbeat_at: null,
+      capacity: JSON.stringify({ ...capacity, memory_used_mb: i % 97 }),
+      info: JSON.stringify({ version: 'sim', templates: ['base'] }),
+      state_reason: 'simulated',
+    });
+    // Connected as far as the router knows: placement only reads, it never calls them.
+    hosts.router.connect({ id, close: async () => undefined } as unknown as HostApi);
+    candidates.push({
+      id,
+      state: 'active',
+      connected: true,
+      capacity,
+      templates: ['base'],
+      sandboxes: i % 7,
+    });
+  }
+  const decide: number[] = [];
+  const score: number[] = [];
+  for (let i = 0; i < 50; i++) {
+    decide.push((await timed(() => hosts.place({ template: 'base', memoryMb: 512 })))[0]);
+    const t = now();
+    place(candidates, { template: 'base', memoryMb: 512 });
+    score.push(now() - t);
+  }
+  rows.push({
+    name: `placement, ${HOSTS} hosts in the store`,
+    unit: 'ms',
+    warren: decide,
+    direct: score,
+    directName: 'scoring alone (in memory)',
+  });
+  for (let i = 0; i < HOSTS; i++) {
+    const id = `host_sim${String(i).padStart(4, '0')}`;
+    await hosts.router.disconnect(id);
+    await hosts.queries.remove(id);
+  }
+
+  // ---- a real agent process ----
+  const token = (
+    await p.json<{ token: string }>('/v1/hosts/join-tokens', { method: 'POST', json: {} })
+  ).token;
+  const agent = await startAgentProcess({
+    controlPlane: p.url,
+    hostId: 'host_bench',
+    token,
+    s3: s3.config,
+  });
+  agents.push(agent);
+  homes.push(agent.home);
+  await waitFor(
+    async () => (await p.json<{ connected: boolean }>('/v1/hosts/host_bench')).connected,
+    { what: 'agent connected' },
+  );
+
+  const createExec = async (hostId: string) => {
+    const [ms, id] = await timed(async () => {
+      const s = await p.json<{ id: string }>('/v1/sandboxes', {
+        method: 'POST',
+        json: { template: 'base', host_id: hostId },
+      });
+      await exec(p, s.id, { cmd: 'true' });
+      return s.id;
+    });
+    await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    return ms;
+  };
+  const remote: number[] = [];
+  const local: number[] = [];
+  for (let i = 0; i < RUNS + 1; i++) {
+    const r = await createExec('host_bench');
+    const l = await createExec('host_local');
+    await p.host.settle();
+    if (i > 0) {
+      remote.push(r);
+      local.push(l);
+    }
+  }
+  rows.push({
+    name: 'create → first exec, remote agent',
+    unit: 'ms',
+    warren: remote,
+    direct: local,
+    directName: 'in-process agent',
+  });
+
+  // ---- a snapshot restored on another host ----
+  const parent = (
+    await p.json<{ id: string }>('/v1/sandboxes', {
+      method: 'POST',
+      json: { template: 'base', host_id: 'host_local' },
+    })
+  ).id;
+  await exec(p, parent, { cmd: 'sh', args: ['-c', 'head -c 20000000 /dev/urandom > /tmp/blob'] });
+  const cross: number[] = [];
+  const same: number[] = [];
+  for (let i = 0; i < Math.max(3, Math.floor(RUNS / 2)); i++) {
+    // A new snapshot each time: the other host has never fetched it.
+    const snap = (
+      await p.json<{ id: string }>(`/v1/sandboxes/${parent}/snapshots`, { method: 'POST' })
+    ).id;
+    for (const [hostId, into] of [
+      ['host_bench', cross],
+      ['host_local', same],
+    ] as const) {
+      const [ms, id] = await timed(async () => {
+        const s = await p.json<{ id: string }>('/v1/sandboxes', {
+          method: 'POST',
+          json: { from_snapshot: snap, host_id: hostId },
+        });
+        await exec(p, s.id, { cmd: 'true' });
+        return s.id;
+      });
+      into.push(ms);
+      await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    }
+    await p.api(`/v1/snapshots/${snap}`, { method: 'DELETE' });
+  }
+  await p.api(`/v1/sandboxes/${parent}`, { method: 'DELETE' });
+  rows.push({
+    name: 'snapshot → first exec, on another host (S3)',
+    unit: 'ms',
+    warren: cross,
+    direct: same,
+    directName: 'on the host that took it',
+  });
+
+  // ---- an agent's death to its sandboxes recorded lost ----
+  const victim = (
+    await p.json<{ id: string }>('/v1/sandboxes', {
+      method: 'POST',
+      json: { template: 'base', host_id: 'host_bench' },
+    })
+  ).id;
+  const t = now();
+  agent.child.kill('SIGKILL');
+  await waitFor(
+    async () => (await p.json<{ state: string }>(`/v1/sandboxes/${victim}`)).state === 'stopped',
+    { timeoutMs: 30_000, what: 'lost' },
+  );
+  rows.push({
+    name: 'agent SIGKILL → its sandboxes recorded lost (lease 3 s)',
+    unit: 'ms',
+    warren: [now() - t],
+    direct: [3000],
+    directName: 'the lease',
+  });
+  printTable(rows);
+} finally {
+  for (const a of agents) await stopAgent(a);
+  removeHomes(homes);
+  await p.stop();
+  await s3.stop();
+}

@@ -1,0 +1,87 @@
+/**
+ * What happens to a lost host's sandboxes. With a snapshot store every host
+ * shares (S3), a persistent sandbox that has a snapshot is restored from its
+ * latest one onto another host, under its own id: its files, memory and
+ * processes as of that snapshot, what it did since is gone. Every other
+ * sandbox of the host (and one whose restore fails) is recorded stopped,
+ * with the reason. Each outcome is a state change in the sandbox's events.
+ */
+import type { HostCreateRequest } from '@warren/protocol';
+import type { SandboxLifecycle } from '../sandboxes/lifecycle';
+import { decodeSnapshot } from '../store/records';
+import type { SandboxRecord, Store } from '../store/store';
+import type { Placement, PlacementRequest } from './placement';
+import type { HostRouter } from './router';
+
+export interface Recovery {
+  store: Store;
+  router: HostRouter;
+  lifecycle: SandboxLifecycle;
+  place(req: PlacementRequest): Promise<Placement>;
+  /** Snapshots are in a store every host reads (S3). */
+  sharedSnapshots: boolean;
+  log: { warn(o: object, m: string): void; info(o: object, m: string): void };
+}
+
+async function latestSnapshot(store: Store, sandboxId: string) {
+  const row = await store.db
+    .selectFrom('snapshots')
+    .selectAll()
+    .where('sandbox_id', '=', sandboxId)
+    .orderBy('created_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row ? decodeSnapshot(row) : undefined;
+}
+
+/** Restores one persistent sandbox elsewhere; returns the cause it records, or null if it cannot. */
+async function restoreElsewhere(
+  r: Recovery,
+  sbx: SandboxRecord,
+  why: string,
+): Promise<string | null> {
+  if (!r.sharedSnapshots || sbx.persistent !== 1 || sbx.volumes.length > 0) return null;
+  const snap = await latestSnapshot(r.store, sbx.id);
+  if (!snap) return null;
+  const placement = await r.place({ template: snap.template, memoryMb: sbx.memory_mb });
+  const req: HostCreateRequest = {
+    id: sbx.id,
+    template: snap.template,
+    from: { kind: 'snapshot', snapshot_id: snap.id },
+    cpu: sbx.cpu,
+    memory_mb: sbx.memory_mb,
+    disk_mb: sbx.disk_mb ?? undefined,
+    env: sbx.env,
+    network: sbx.network,
+  };
+  await r.store.updateSandbox(sbx.id, { host_id: placement.hostId });
+  try {
+    await r.router.host(placement.hostId).sandboxes.create(req);
+  } catch (err) {
+    await r.store.updateSandbox(sbx.id, { host_id: sbx.host_id });
+    throw err;
+  }
+  return `restored from snapshot ${snap.id} (${snap.created_at}): ${why}; ${placement.reason || `placed on ${placement.hostId}`}`;
+}
+
+export async function recoverLostHost(r: Recovery, hostId: string, why: string): Promise<void> {
+  const rows = await r.store.sandboxesOnHost(hostId, [
+    'creating',
+    'running',
+    'paused',
+    'stopping',
+    'hibernated',
+  ]);
+  for (const sbx of rows) {
+    await r.lifecycle.locked(sbx.id, async () => {
+      const cause = await restoreElsewhere(r, sbx, why).catch((err: Error) => {
+        r.log.warn({ sandbox: sbx.id, err: err.message }, 'restore elsewhere failed');
+        return null;
+      });
+      if (cause) {
+        await r.store.setState(sbx.id, 'running', cause);
+        r.log.info({ sandbox: sbx.id, cause }, 'sandbox restored elsewhere');
+      } else await r.lifecycle.lost(sbx.id, why);
+    });
+  }
+}
