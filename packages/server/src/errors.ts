@@ -10,6 +10,21 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'INVALID_REQUEST',
 };
 
+/**
+ * The PostgreSQL store is down or restarting: refused or dropped connections,
+ * and the server's shutdown and startup errors (SQLSTATE class 08, 57P01-57P03).
+ */
+function storeDown(err: Error): boolean {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && (/^08/.test(code) || /^57P0[123]$/.test(code))) return true;
+  if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EPIPE') return true;
+  // The server's Unix socket is gone while it restarts.
+  if (code === 'ENOENT' && /\.s\.PGSQL\./.test(err.message)) return true;
+  return /^Connection terminated|^timeout exceeded when trying to connect|is not queryable/.test(
+    err.message,
+  );
+}
+
 export function toWarrenError(err: FastifyError | Error): WarrenError {
   if (err instanceof WarrenError) return err;
   const fe = err as FastifyError;
@@ -28,6 +43,8 @@ export function toWarrenError(err: FastifyError | Error): WarrenError {
   }
   if (fe.code && FASTIFY_CODES[fe.code])
     return new WarrenError(FASTIFY_CODES[fe.code]!, fe.message);
+  if (storeDown(err))
+    return new WarrenError('STORE_UNAVAILABLE', 'the store (PostgreSQL) is not answering; retry');
   if (err instanceof SyntaxError || fe.statusCode === 400)
     return new WarrenError('INVALID_JSON', 'request body is not valid JSON');
   return new WarrenError('INTERNAL', 'internal error');

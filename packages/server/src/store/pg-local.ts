@@ -54,6 +54,8 @@ export interface LocalPostgres {
   password: string;
   /** Creates a database and returns its URL (same transport as `url`). */
   createDatabase(name: string): Promise<string>;
+  /** Restarts the server (fast shutdown: open connections are cut). */
+  restart(): Promise<void>;
   /** Stops the server and removes its directory. */
   stop(): Promise<void>;
 }
@@ -196,6 +198,9 @@ export async function startLocalPostgres(
       port,
       password,
       createDatabase,
+      restart: async () => {
+        await server('pg_ctl', ['restart', '-D', data, '-l', log, '-m', 'fast', '-w', '-t', '60']);
+      },
       stop: cleanUp,
     };
   } catch (err) {

@@ -65,6 +65,12 @@ export async function openPostgresStore(
   pool.on('error', (err) => {
     process.stderr.write(`[warren] store connection lost (${shown}): ${err.message}\n`);
   });
+  // The same for a connection checked out when the server goes away (between two queries
+  // of a transaction, or one holding an advisory lock): its query fails with the error,
+  // and the pool drops it when it is released, as it is no longer queryable.
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
   try {
     await pool.query('select 1');
   } catch (err) {
