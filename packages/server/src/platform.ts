@@ -121,6 +121,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     error: (o, m) => app?.log.error(o, m),
   };
   const databases = await createDatabases(store, host, config, creator, sandboxes, log);
+  databases.service.provisioner.hosts = hosts;
   const quotas = new QuotaService(store, config.quotaDefaults);
   const snapshots = new SnapshotService(store, host, sandboxes, creator);
   for (const service of [creator, volumes, databases.service, snapshots]) service.quotas = quotas;

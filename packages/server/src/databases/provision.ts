@@ -10,6 +10,7 @@ import type { SandboxLifecycle } from '../sandboxes/lifecycle';
 import type { DatabaseRecord } from '../store/databases';
 import { DB_TEMPLATE, GuestPostgres, PG_DATA, PG_MOUNT, PG_OUTBOX, PG_STAGING } from './postgres';
 import { SEED_DIR } from './postgres/layout';
+import type { HostService } from '../hosts/service';
 
 export interface Sizing {
   cpu?: number;
@@ -17,6 +18,9 @@ export interface Sizing {
 }
 
 export class DatabaseProvisioner {
+  /** Set by the platform: which host a new database goes to (one host without it). */
+  hosts: HostService | null = null;
+
   constructor(
     private readonly host: HostApi,
     private readonly creator: SandboxCreator,
@@ -31,11 +35,25 @@ export class DatabaseProvisioner {
    */
   async newVolume(sizeMb: number, o: { seeded?: boolean } = {}): Promise<string> {
     const id = newId('volume');
+    // The server's sandbox follows its volume (placement pins it there).
+    const placed = await this.hosts?.place({ template: DB_TEMPLATE, memoryMb: 0 });
+    if (placed) this.hosts!.router.placeVolume(id, placed.hostId);
     await this.host.volumes.create(id, sizeMb, {
       journal: true,
       ...(o.seeded && { seed: { template: DB_TEMPLATE, from: SEED_DIR, to: 'data.seed' } }),
     });
     return id;
+  }
+
+  /** The host a volume is on (where its database's server runs). */
+  async hostOf(volumeId: string): Promise<string> {
+    return this.hosts ? this.hosts.router.volumeHost(volumeId) : this.host.id;
+  }
+
+  /** Hosts that were lost: their databases are recovered elsewhere (see DatabaseWatch). */
+  async lostHosts(): Promise<string[]> {
+    if (!this.hosts) return [];
+    return (await this.hosts.queries.list()).filter((h) => h.state === 'lost').map((h) => h.id);
   }
 
   /** A new volume that is a crash-consistent copy of another, taken while it is in use. */

@@ -210,7 +210,8 @@ export class DatabaseService {
     try {
       const made = await make();
       await this.host.archive.put(fenceKey(rec), String(rec.epoch));
-      await this.queries.update(rec.id, { ...made, state: 'ready' });
+      const hostId = await this.provisioner.hostOf(made.volume_id);
+      await this.queries.update(rec.id, { ...made, host_id: hostId, state: 'ready' });
     } catch (err) {
       await this.provisioner.discard(rec.org_id, rec.sandbox_id || null, rec.volume_id || null);
       await this.host.archive.remove(archivePrefix(rec)).catch(() => undefined);

@@ -50,7 +50,9 @@ export class DatabaseWatch {
 
   async pass(): Promise<void> {
     const live = new Set(await this.dbs.host.sandboxes.live());
-    for (const db of await this.dbs.queries.onHost(hostIds(this.dbs.host))) {
+    // A lost host's databases too: their servers are gone, and they are restored elsewhere.
+    const hosts = [...hostIds(this.dbs.host), ...(await this.dbs.provisioner.lostHosts())];
+    for (const db of await this.dbs.queries.onHost(hosts)) {
       if (this.dbs.locks.busy(db.id)) continue;
       try {
         if ((db.state === 'ready' && !live.has(db.sandbox_id)) || db.state === 'recovering')
@@ -183,6 +185,7 @@ export class DatabaseWatch {
     await this.dbs.queries.update(db.id, {
       sandbox_id: made.sandboxId,
       volume_id: made.volumeId,
+      host_id: await this.dbs.provisioner.hostOf(made.volumeId),
       state: 'ready',
       last_base_backup_at: null,
     });
