@@ -114,6 +114,22 @@ const CASES: Record<string, Case> = {
   'POST /v1/webhooks/:id/rotate-secret': { code: 'WEBHOOK_NOT_FOUND' },
   'GET /v1/webhooks/:id/deliveries': { code: 'WEBHOOK_NOT_FOUND' },
   'POST /v1/webhooks/:id/deliveries/:message_id/redeliver': { code: 'WEBHOOK_NOT_FOUND' },
+  // Hosts belong to the install, not to an organisation: another organisation's admin is refused.
+  'GET /v1/hosts/:id': { code: 'MISSING_SCOPE', status: 403 },
+  'POST /v1/hosts/:id/drain': { code: 'MISSING_SCOPE', status: 403 },
+  'DELETE /v1/hosts/:id': { code: 'MISSING_SCOPE', status: 403 },
+  // An API key is not a host's credential.
+  'POST /v1/hosts/:id/heartbeat': {
+    code: 'UNAUTHORIZED',
+    status: 401,
+    json: {
+      epoch: 1,
+      url: 'http://127.0.0.1:9',
+      capacity: { memory_budget_mb: 1, memory_reserved_mb: 0, sandboxes: 0 },
+      version: 'b',
+      templates: [],
+    },
+  },
 };
 
 /** The HTTP answer to a WebSocket upgrade that must be refused. */
@@ -310,6 +326,7 @@ describe('organisation isolation across every route family (real gVisor)', () =>
       webhooks: a.webhook,
       templates: a.template,
       volumes: a.volume,
+      hosts: 'host_local',
     };
     for (const [route, c] of Object.entries(CASES)) {
       const [method, url] = route.split(' ') as [string, string];
