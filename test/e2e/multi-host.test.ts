@@ -219,9 +219,39 @@ describe('several hosts', () => {
     }
   });
 
-  it('places nothing on a drained host', async () => {
+  it('moves persistent sandboxes off a drained host and places nothing there', async () => {
+    const mover = await createSandbox(p, {
+      template: 'base',
+      persistent: true,
+      host_id: 'host_b1',
+    });
+    await exec(p, mover, {
+      cmd: 'sh',
+      args: ['-c', 'echo moved > /tmp/m; sleep 1000 & echo $! > /tmp/pid'],
+    });
+    const pid = (await exec(p, mover, { cmd: 'cat', args: ['/tmp/pid'] })).stdout.trim();
     const drained = await p.json<Json>('/v1/hosts/host_b1/drain', { method: 'POST' });
     assert.equal(drained.state, 'draining');
+    await waitFor(
+      async () => /: 1 moved, 0 left on it$/.test((await host('host_b1')).state_reason),
+      {
+        timeoutMs: 60_000,
+        what: 'the drain done',
+      },
+    );
+    assert.notEqual(await hostOf(mover), 'host_b1');
+    // Its files and its processes came along.
+    assert.equal((await exec(p, mover, { cmd: 'cat', args: ['/tmp/m'] })).stdout, 'moved\n');
+    assert.equal(
+      (await exec(p, mover, { cmd: 'sh', args: ['-c', `kill -0 ${pid}`] })).exit_code,
+      0,
+    );
+    const events = (await p.json<Json>(`/v1/sandboxes/${mover}/events`)).items as Json[];
+    assert.match(
+      events.at(-1).cause,
+      /^moved from host host_b1 \(drained\); placed on host_(local|a1)/,
+    );
+    await p.api(`/v1/sandboxes/${mover}`, { method: 'DELETE' });
     const ids = [await createSandbox(p), await createSandbox(p), await createSandbox(p)];
     try {
       const on = await Promise.all(ids.map(hostOf));

@@ -27,7 +27,8 @@ import type { SandboxLifecycle } from '../sandboxes/lifecycle';
 import { reconcileSandboxes } from '../sandboxes/reconcile';
 import { HostQueries, type HostRow } from '../store/hosts';
 import type { Store } from '../store/store';
-import { recoverLostHost } from './recovery';
+import { moveOff } from './drain';
+import { recoverLostHost, type Recovery } from './recovery';
 import { place, type Placement, type PlacementCandidate, type PlacementRequest } from './placement';
 import type { HostRouter } from './router';
 
@@ -58,6 +59,8 @@ interface Info {
 export class HostService {
   readonly queries: HostQueries;
   private localDraining = false;
+  private localReason = 'the agent in the control plane process';
+  private draining: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
   private connecting = new Map<string, Promise<void>>();
 
@@ -177,18 +180,7 @@ export class HostService {
       const reason = `lease expired: no heartbeat for ${secs} s`;
       if (!(await this.queries.expire(row.id, row.lease_expires_at, reason))) continue;
       await this.router.disconnect(row.id);
-      await recoverLostHost(
-        {
-          store: this.store,
-          router: this.router,
-          lifecycle: this.lifecycle,
-          place: (req) => this.place(req),
-          sharedSnapshots: this.o.sharedSnapshots,
-          log: this.o.log,
-        },
-        row.id,
-        `host ${row.id} lost (${reason})`,
-      );
+      await recoverLostHost(this.recovery(), row.id, `host ${row.id} lost (${reason})`);
       this.o.log.warn({ host: row.id, reason }, 'host lost');
       lost.push(row.id);
     }
@@ -228,7 +220,7 @@ export class HostService {
         id: local.id,
         url: '',
         state: this.localDraining ? 'draining' : 'active',
-        state_reason: 'the agent in the control plane process',
+        state_reason: this.localReason,
         local: true,
         connected: true,
         epoch: 1,
@@ -272,12 +264,44 @@ export class HostService {
     return host;
   }
 
-  /** New sandboxes stop going to the host; what runs there goes on running. */
+  /**
+   * New sandboxes stop going to the host, and its persistent sandboxes move
+   * to other hosts in the background (./drain.ts); the host's state_reason
+   * tells the progress.
+   */
   async drain(id: string): Promise<Host> {
     await this.get(id);
-    if (id === this.router.local.id) this.localDraining = true;
-    else await this.queries.update(id, { state: 'draining', state_reason: 'drained by an admin' });
+    await this.setDraining(id, 'drained by an admin: moving its persistent sandboxes');
+    this.draining = this.draining
+      .then(() => moveOff(this.recovery(), id))
+      .then(({ moved, stay }) =>
+        this.setDraining(id, `drained by an admin: ${moved} moved, ${stay} left on it`),
+      )
+      .catch((err: Error) => this.o.log.warn({ host: id, err: err.message }, 'drain failed'));
     return this.get(id);
+  }
+
+  /** Resolves when the moves of every drain asked for so far are done. */
+  drained(): Promise<void> {
+    return this.draining;
+  }
+
+  private async setDraining(id: string, reason: string): Promise<void> {
+    if (id === this.router.local.id) {
+      this.localDraining = true;
+      this.localReason = reason;
+    } else await this.queries.update(id, { state: 'draining', state_reason: reason });
+  }
+
+  private recovery(): Recovery {
+    return {
+      store: this.store,
+      router: this.router,
+      lifecycle: this.lifecycle,
+      place: (req) => this.place(req),
+      sharedSnapshots: this.o.sharedSnapshots,
+      log: this.o.log,
+    };
   }
 
   /** Forgets a host that owns no live sandbox (or was lost). */

@@ -181,6 +181,12 @@ for (const kind of STORE_KINDS)
         'test',
       );
       assert.equal((await service.drain('host_d')).state, 'draining');
+      // Snapshots are not shared here: nothing can move, and the reason says so.
+      await service.drained();
+      assert.equal(
+        (await service.get('host_d')).state_reason,
+        'drained by an admin: 0 moved, 1 left on it',
+      );
       await assert.rejects(
         service.place({ template: 'base', memoryMb: 0, pinned: { hostId: 'host_d', why: 'hint' } }),
         {
