@@ -127,7 +127,8 @@ export const hostRoutes =
       {
         schema: {
           tags: ['hosts'],
-          summary: 'Stops placing new sandboxes on a host; what runs there goes on',
+          summary:
+            'Stops placing new sandboxes on a host and moves its persistent sandboxes to other hosts (progress in state_reason)',
           params: IdParams,
           response: { 200: Host, ...errors },
         },

@@ -40,7 +40,7 @@ export function register(program: Command, io: Io): void {
     });
   host
     .command('drain <id>')
-    .description('place no new sandboxes on a host')
+    .description('place no new sandboxes on a host, and move its persistent ones elsewhere')
     .action(async (id: string, _o: object, cmd: Command) => {
       const h = await Hosts.drain(id, connection(cmd));
       io.stdout.write(`${h.id} ${h.state}: ${h.sandboxes} sandboxes still on it\n`);
