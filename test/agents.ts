@@ -57,12 +57,17 @@ export async function startAgentProcess(o: {
   token?: string;
   home?: string;
   tls?: { cert: string; key: string };
+  /** `host:port` to listen on, and the URL to advertise (a proxy in front of it). */
+  listen?: string;
+  advertise?: string;
   s3: S3StoreConfig;
 }): Promise<AgentProcess> {
   const home = o.home ?? mkdtempSync('/tmp/wag-');
   const args = [WARREN, 'agent', '--control-plane', o.controlPlane, '--host-id', o.hostId];
   if (o.token) args.push('--join-token', o.token);
   if (o.tls) args.push('--tls-cert', o.tls.cert, '--tls-key', o.tls.key);
+  if (o.listen) args.push('--listen', o.listen);
+  if (o.advertise) args.push('--advertise', o.advertise);
   const child = spawn(process.execPath, args, {
     env: {
       ...process.env,
