@@ -2,38 +2,11 @@
  * A real S3-protocol server (s3rver) on loopback, for the tests of the S3
  * snapshot store. Its files live in a temporary directory removed on stop.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import S3rver from 's3rver';
-import type { S3StoreConfig } from '@warren/host-agent';
+import { mkdtempSync } from 'node:fs';
+import { startLocalS3, type LocalS3 } from '../packages/server/src/hosts/local-s3';
 
-export interface TestS3 {
-  config: S3StoreConfig;
-  stop(): Promise<void>;
-}
+export type TestS3 = LocalS3;
 
-export async function startS3(bucket = 'warren-snapshots'): Promise<TestS3> {
-  const directory = mkdtempSync('/tmp/wt-s3-');
-  const server = new S3rver({
-    address: '127.0.0.1',
-    port: 0,
-    directory,
-    silent: true,
-    configureBuckets: [{ name: bucket, configs: [] }],
-  });
-  const { port } = await server.run();
-  return {
-    config: {
-      bucket,
-      prefix: 'warren/',
-      endpoint: `http://127.0.0.1:${port}`,
-      region: 'us-east-1',
-      // s3rver's fixed development credentials.
-      accessKeyId: 'S3RVER',
-      secretAccessKey: 'S3RVER',
-    },
-    async stop() {
-      await server.close();
-      rmSync(directory, { recursive: true, force: true });
-    },
-  };
+export function startS3(bucket = 'warren-snapshots'): Promise<TestS3> {
+  return startLocalS3(mkdtempSync('/tmp/wt-s3-'), bucket);
 }

@@ -1,7 +1,9 @@
 /**
  * `warren cluster up --agents N`: several hosts on one machine, to develop,
  * test and try them. A private PostgreSQL (store/pg-local.ts: Debian's
- * server binaries, a cluster of its own, removed at stop) holds the state;
+ * server binaries, a cluster of its own, removed at stop) holds the state,
+ * and s3rver (an S3-protocol server on loopback) is the snapshot store every
+ * host shares, so snapshots restore on any host and lost hosts' work moves;
  * the control plane runs in this process (with its own in-process agent, the
  * host `host_local`); N agents run as separate `warren agent` processes,
  * each with its own home under `$WARREN_HOME/agents/` and the control
@@ -14,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { startPlatform, type Platform } from '../platform';
 import { loadConfig } from '../config';
 import { startLocalPostgres, type LocalPostgres } from '../store/pg-local';
+import { startLocalS3 } from './local-s3';
 
 const WARREN_BIN = resolve(fileURLToPath(new URL('../../../cli/bin/warren.js', import.meta.url)));
 
@@ -56,6 +59,11 @@ export async function startCluster(o: {
   mkdirSync(base.home, { recursive: true, mode: 0o700 });
   const postgres = await startLocalPostgres({ database: 'warren' });
   progress(`PostgreSQL store at ${postgres.dir}`);
+  const s3 = await startLocalS3(join(base.home, 's3')).catch(async (err: unknown) => {
+    await postgres.stop();
+    throw err;
+  });
+  progress(`S3 snapshot store at ${s3.config.endpoint}`);
   const agents: ChildProcess[] = [];
   let platform: Platform | null = null;
   const close = async () => {
@@ -64,6 +72,7 @@ export async function startCluster(o: {
       agents.map((a) => (a.exitCode === null ? new Promise((r) => a.once('exit', r)) : null)),
     );
     await platform?.close();
+    await s3.stop();
     await postgres.stop();
   };
   try {
@@ -71,6 +80,9 @@ export async function startCluster(o: {
       home: join(base.home, 'control'),
       templatesDir: base.templatesDir,
       databaseUrl: postgres.url,
+      snapshotStore: { kind: 's3', ...s3.config },
+      // The cluster's records go with it: so do its sandboxes.
+      destroyOnClose: true,
       onProgress: progress,
     });
     const hostIds: string[] = [];
@@ -92,7 +104,18 @@ export async function startCluster(o: {
           `host_agent${i}`,
         ],
         {
-          env: { ...process.env, WARREN_HOME: home, WARREN_TEMPLATES_DIR: base.templatesDir },
+          env: {
+            ...process.env,
+            WARREN_HOME: home,
+            WARREN_TEMPLATES_DIR: base.templatesDir,
+            WARREN_DESTROY_ON_CLOSE: '1',
+            WARREN_SNAPSHOT_STORE: 's3',
+            WARREN_S3_BUCKET: s3.config.bucket,
+            WARREN_S3_PREFIX: s3.config.prefix,
+            WARREN_S3_ENDPOINT: s3.config.endpoint,
+            WARREN_S3_ACCESS_KEY_ID: s3.config.accessKeyId,
+            WARREN_S3_SECRET_ACCESS_KEY: s3.config.secretAccessKey,
+          },
           stdio: ['ignore', 'pipe', 'inherit'],
         },
       );
