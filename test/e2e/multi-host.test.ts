@@ -230,14 +230,20 @@ describe('several hosts', () => {
       args: ['-c', 'echo moved > /tmp/m; sleep 1000 & echo $! > /tmp/pid'],
     });
     const pid = (await exec(p, mover, { cmd: 'cat', args: ['/tmp/pid'] })).stdout.trim();
+    // A hibernated one moves too, and sleeps on where it lands.
+    const sleeper = await createSandbox(p, {
+      template: 'base',
+      persistent: true,
+      host_id: 'host_b1',
+    });
+    await exec(p, sleeper, { cmd: 'sh', args: ['-c', 'echo slept > /tmp/s'] });
+    await p.json(`/v1/sandboxes/${sleeper}/hibernate`, { method: 'POST' });
     const drained = await p.json<Json>('/v1/hosts/host_b1/drain', { method: 'POST' });
     assert.equal(drained.state, 'draining');
+    let reason = '';
     await waitFor(
-      async () => /: 1 moved, 0 left on it$/.test((await host('host_b1')).state_reason),
-      {
-        timeoutMs: 60_000,
-        what: 'the drain done',
-      },
+      async () => /: 2 moved, 0 left on it$/.test((reason = (await host('host_b1')).state_reason)),
+      { timeoutMs: 60_000, what: () => `the drain done (${reason})` },
     );
     assert.notEqual(await hostOf(mover), 'host_b1');
     // Its files and its processes came along.
@@ -252,6 +258,10 @@ describe('several hosts', () => {
       /^moved from host host_b1 \(drained\); placed on host_(local|a1)/,
     );
     await p.api(`/v1/sandboxes/${mover}`, { method: 'DELETE' });
+    assert.notEqual(await hostOf(sleeper), 'host_b1');
+    assert.equal((await p.json<Json>(`/v1/sandboxes/${sleeper}`)).state, 'hibernated');
+    assert.equal((await exec(p, sleeper, { cmd: 'cat', args: ['/tmp/s'] })).stdout, 'slept\n');
+    await p.api(`/v1/sandboxes/${sleeper}`, { method: 'DELETE' });
     const ids = [await createSandbox(p), await createSandbox(p), await createSandbox(p)];
     try {
       const on = await Promise.all(ids.map(hostOf));

@@ -1,6 +1,7 @@
 /**
  * Draining a host: new sandboxes stop going there (placement skips a
- * draining host), and its persistent sandboxes move to other hosts. A move
+ * draining host), and its persistent sandboxes move to other hosts (a
+ * hibernated one is woken there, moved, and hibernated again). A move
  * is a snapshot into the shared snapshot store (S3), then the restore of it
  * on another host under the same id: memory, processes and files go along;
  * the sandbox does not answer in between, and an exec that was running on
@@ -17,7 +18,7 @@ const movable = (r: Recovery, s: SandboxRecord) =>
   s.persistent === 1 &&
   s.volumes.length === 0 &&
   !('warren.database' in s.metadata) &&
-  (s.state === 'running' || s.state === 'paused');
+  (s.state === 'running' || s.state === 'paused' || s.state === 'hibernated');
 
 async function move(r: Recovery, id: string, from: string): Promise<boolean> {
   return r.lifecycle.locked(id, async () => {
@@ -25,6 +26,9 @@ async function move(r: Recovery, id: string, from: string): Promise<boolean> {
     if (!sbx || sbx.host_id !== from || !movable(r, sbx)) return false;
     const old = r.router.host(from);
     if (sbx.state === 'paused') await old.sandboxes.resume(id);
+    // A hibernated one is woken where its image is, moved, and put to sleep again there.
+    if (sbx.state === 'hibernated')
+      await old.sandboxes.wake(id, { env: sbx.env, network: sbx.network });
     const snapshotId = newId('snapshot');
     await old.sandboxes.snapshot(id, snapshotId);
     try {
@@ -47,11 +51,11 @@ async function move(r: Recovery, id: string, from: string): Promise<boolean> {
         await r.lifecycle.lost(id, `moving off host ${from} failed: ${(err as Error).message}`);
         return false;
       }
-      await r.store.setState(
-        id,
-        'running',
-        `moved from host ${from} (drained); ${placement.reason || `placed on ${placement.hostId}`}`,
-      );
+      const asleep = sbx.state === 'hibernated';
+      if (asleep) await r.router.host(placement.hostId).sandboxes.hibernate(id);
+      const where = placement.reason || `placed on ${placement.hostId}`;
+      const to = asleep ? 'hibernated' : 'running';
+      await r.store.setState(id, to, `moved from host ${from} (drained); ${where}`);
       return true;
     } finally {
       await r.router.snapshots.delete(snapshotId).catch(() => undefined);
@@ -64,7 +68,7 @@ export async function moveOff(
   r: Recovery,
   hostId: string,
 ): Promise<{ moved: number; stay: number }> {
-  const rows = await r.store.sandboxesOnHost(hostId, ['running', 'paused']);
+  const rows = await r.store.sandboxesOnHost(hostId, ['running', 'paused', 'hibernated']);
   let moved = 0;
   for (const row of rows) {
     if (!movable(r, row)) continue;
