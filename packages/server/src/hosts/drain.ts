@@ -9,9 +9,9 @@
  * end (TTL, delete), as do persistent ones with volumes (their volume is on
  * the host) and every sandbox when snapshots are not shared.
  */
-import { newId, type HostCreateRequest } from '@warren/protocol';
+import { newId } from '@warren/protocol';
 import type { SandboxRecord } from '../store/store';
-import type { Recovery } from './recovery';
+import { LIVE_STATES, placedText, restoreRequest, type Recovery } from './recovery';
 
 const movable = (r: Recovery, s: SandboxRecord) =>
   r.sharedSnapshots &&
@@ -33,16 +33,7 @@ async function move(r: Recovery, id: string, from: string): Promise<boolean> {
     await old.sandboxes.snapshot(id, snapshotId);
     try {
       const placement = await r.place({ template: sbx.template, memoryMb: sbx.memory_mb });
-      const req: HostCreateRequest = {
-        id,
-        template: sbx.template,
-        from: { kind: 'snapshot', snapshot_id: snapshotId },
-        cpu: sbx.cpu,
-        memory_mb: sbx.memory_mb,
-        disk_mb: sbx.disk_mb ?? undefined,
-        env: sbx.env,
-        network: sbx.network,
-      };
+      const req = restoreRequest(sbx, sbx.template, snapshotId);
       await old.sandboxes.destroy(id);
       await r.store.updateSandbox(id, { host_id: placement.hostId });
       try {
@@ -53,9 +44,8 @@ async function move(r: Recovery, id: string, from: string): Promise<boolean> {
       }
       const asleep = sbx.state === 'hibernated';
       if (asleep) await r.router.host(placement.hostId).sandboxes.hibernate(id);
-      const where = placement.reason || `placed on ${placement.hostId}`;
       const to = asleep ? 'hibernated' : 'running';
-      await r.store.setState(id, to, `moved from host ${from} (drained); ${where}`);
+      await r.store.setState(id, to, `moved from host ${from} (drained); ${placedText(placement)}`);
       return true;
     } finally {
       await r.router.snapshots.delete(snapshotId).catch(() => undefined);
@@ -81,14 +71,6 @@ export async function moveOff(
     });
     if (ok) moved++;
   }
-  const stay = (
-    await r.store.sandboxesOnHost(hostId, [
-      'creating',
-      'running',
-      'paused',
-      'stopping',
-      'hibernated',
-    ])
-  ).length;
+  const stay = (await r.store.sandboxesOnHost(hostId, [...LIVE_STATES])).length;
   return { moved, stay };
 }

@@ -23,6 +23,30 @@ export interface Recovery {
   log: { warn(o: object, m: string): void; info(o: object, m: string): void };
 }
 
+/** Every state but stopped: what a host owns. */
+export const LIVE_STATES = ['creating', 'running', 'paused', 'stopping', 'hibernated'] as const;
+
+/** The restore of a snapshot of `sbx` on another host, under its id and with its sizes. */
+export function restoreRequest(
+  sbx: SandboxRecord,
+  template: string,
+  snapshotId: string,
+): HostCreateRequest {
+  return {
+    id: sbx.id,
+    template,
+    from: { kind: 'snapshot', snapshot_id: snapshotId },
+    cpu: sbx.cpu,
+    memory_mb: sbx.memory_mb,
+    disk_mb: sbx.disk_mb ?? undefined,
+    env: sbx.env,
+    network: sbx.network,
+  };
+}
+
+/** A placement as a sandbox's event tells it (with one host, placement gives no reason). */
+export const placedText = (p: Placement) => p.reason || `placed on ${p.hostId}`;
+
 async function latestSnapshot(store: Store, sandboxId: string) {
   const row = await store.db
     .selectFrom('snapshots')
@@ -44,16 +68,7 @@ async function restoreElsewhere(
   const snap = await latestSnapshot(r.store, sbx.id);
   if (!snap) return null;
   const placement = await r.place({ template: snap.template, memoryMb: sbx.memory_mb });
-  const req: HostCreateRequest = {
-    id: sbx.id,
-    template: snap.template,
-    from: { kind: 'snapshot', snapshot_id: snap.id },
-    cpu: sbx.cpu,
-    memory_mb: sbx.memory_mb,
-    disk_mb: sbx.disk_mb ?? undefined,
-    env: sbx.env,
-    network: sbx.network,
-  };
+  const req = restoreRequest(sbx, snap.template, snap.id);
   await r.store.updateSandbox(sbx.id, { host_id: placement.hostId });
   try {
     await r.router.host(placement.hostId).sandboxes.create(req);
@@ -61,17 +76,11 @@ async function restoreElsewhere(
     await r.store.updateSandbox(sbx.id, { host_id: sbx.host_id });
     throw err;
   }
-  return `restored from snapshot ${snap.id} (${snap.created_at}): ${why}; ${placement.reason || `placed on ${placement.hostId}`}`;
+  return `restored from snapshot ${snap.id} (${snap.created_at}): ${why}; ${placedText(placement)}`;
 }
 
 export async function recoverLostHost(r: Recovery, hostId: string, why: string): Promise<void> {
-  const rows = await r.store.sandboxesOnHost(hostId, [
-    'creating',
-    'running',
-    'paused',
-    'stopping',
-    'hibernated',
-  ]);
+  const rows = await r.store.sandboxesOnHost(hostId, [...LIVE_STATES]);
   for (const sbx of rows) {
     await r.lifecycle.locked(sbx.id, async () => {
       const cause = await restoreElsewhere(r, sbx, why).catch((err: Error) => {

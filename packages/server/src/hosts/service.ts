@@ -28,7 +28,7 @@ import { reconcileSandboxes } from '../sandboxes/reconcile';
 import { HostQueries, type HostRow } from '../store/hosts';
 import type { Store } from '../store/store';
 import { moveOff } from './drain';
-import { recoverLostHost, type Recovery } from './recovery';
+import { LIVE_STATES, recoverLostHost, type Recovery } from './recovery';
 import { place, type Placement, type PlacementCandidate, type PlacementRequest } from './placement';
 import type { HostRouter } from './router';
 
@@ -42,8 +42,6 @@ export interface HostServiceOptions {
   sharedSnapshots: boolean;
   log: { warn(o: object, m: string): void; info(o: object, m: string): void };
 }
-
-const LIVE = ['creating', 'running', 'paused', 'stopping', 'hibernated'] as const;
 
 function same(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -205,7 +203,7 @@ export class HostService {
     const rows = await this.store.db
       .selectFrom('sandboxes')
       .select(['host_id', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('state', 'in', [...LIVE])
+      .where('state', 'in', [...LIVE_STATES])
       .groupBy('host_id')
       .execute();
     return new Map(rows.map((r) => [r.host_id, Number(r.n)]));
