@@ -4,6 +4,7 @@
  * destroyed, new ones dropped). Past its lease the host is lost and its
  * sandbox recorded stopped, like a dead host; when the network heals, its
  * next heartbeat is fenced, it destroys what it held and rejoins empty.
+ * Then the same agent frozen (SIGSTOP) past its lease and thawed: fenced too.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -109,6 +110,37 @@ describe('an agent cut off from the control plane', () => {
       const next = await createSandbox(p, { template: 'base', host_id: 'host_c1' });
       assert.equal((await exec(p, next, { cmd: 'echo', args: ['again'] })).stdout, 'again\n');
       await p.api(`/v1/sandboxes/${next}`, { method: 'DELETE' });
+    } finally {
+      await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    }
+  });
+
+  it('fences an agent frozen past its lease: nothing runs twice', async () => {
+    const a = agent!;
+    const host = () => p.json<Json>('/v1/hosts/host_c1');
+    const id = await createSandbox(p, { template: 'base', host_id: 'host_c1' });
+    try {
+      assert.equal((await exec(p, id, { cmd: 'echo', args: ['before'] })).stdout, 'before\n');
+      a.child.kill('SIGSTOP');
+      await waitFor(async () => (await host()).state === 'lost', {
+        timeoutMs: 20_000,
+        what: 'host lost',
+      });
+      await waitFor(async () => (await p.json<Json>(`/v1/sandboxes/${id}`)).state === 'stopped', {
+        what: 'its sandbox recorded stopped',
+      });
+      a.child.kill('SIGCONT');
+      await waitFor(async () => (await host()).state === 'active', {
+        timeoutMs: 20_000,
+        what: 'rejoined',
+      });
+      const back = await host();
+      assert.deepEqual([back.epoch, back.state_reason, back.sandboxes], [3, 'rejoined empty', 0]);
+      await waitFor(async () => !containers(a.home).includes(id), {
+        timeoutMs: 10_000,
+        what: 'old copy gone',
+      });
+      assert.match(a.log, /destroying every sandbox of epoch 2/);
     } finally {
       await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
     }

@@ -141,7 +141,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       destroy: (id) => destroySandbox(ctx, id),
       pause: (id) => pauseSandbox(ctx, id),
       resume: (id) => resumeSandbox(ctx, id),
-      hibernate: (id) => hibernateSandbox(ctx, id),
+      hibernate: (id, o) => hibernateSandbox(ctx, id, o),
       wake: (id, o) => wakeSandbox(ctx, id, o),
       capture: (id) => captures.capture(id),
       releaseCapture: (captureId) => captures.release(captureId),

@@ -3,7 +3,7 @@
  * memory kept), hibernate and wake (everything saved to disk, memory freed),
  * destroy.
  */
-import { rm } from 'node:fs/promises';
+import { link, mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SandboxNetwork } from '@warren/protocol';
 import type { HostContext } from '../context';
@@ -39,7 +39,11 @@ export async function resumeSandbox(ctx: HostContext, id: string): Promise<void>
  * Saves the whole sandbox (memory, processes, files) to disk and stops it:
  * its memory reservation is released and nothing of it runs until wake.
  */
-export async function hibernateSandbox(ctx: HostContext, id: string): Promise<void> {
+export async function hibernateSandbox(
+  ctx: HostContext,
+  id: string,
+  o: { image_id?: string } = {},
+): Promise<{ shared: boolean }> {
   const sbx = ctx.registry.live(id);
   if (sbx.paused) await resumeSandbox(ctx, id);
   const image = hibernationImage(sbx.workDir);
@@ -63,6 +67,32 @@ export async function hibernateSandbox(ctx: HostContext, id: string): Promise<vo
   await ctx.driver.kill(sbx.containerId);
   retireContainer(ctx, sbx.containerId);
   ctx.registry.teardown(id, () => releaseSandboxDisk(sbx.workDir));
+  return { shared: o.image_id ? await shareImage(ctx, sbx.workDir, o.image_id) : false };
+}
+
+/**
+ * Puts a copy of a hibernation image into the snapshot store (hard links:
+ * the local image stays for a wake here). False when it fails.
+ */
+async function shareImage(ctx: HostContext, workDir: string, imageId: string): Promise<boolean> {
+  const copy = join(ctx.scratchDir, `hibernated-${imageId}`);
+  try {
+    await linkFiles(hibernationImage(workDir), copy);
+    await ctx.snapshots.put(imageId, copy, await readSpec(workDir));
+    return true;
+  } catch {
+    // Not shared: the sandbox can wake only here (the control plane records that).
+    await ctx.snapshots.delete(imageId).catch(() => undefined);
+    return false;
+  } finally {
+    await rm(copy, { recursive: true, force: true });
+  }
+}
+
+/** A copy of an image directory (its files, flat) made of hard links. */
+async function linkFiles(from: string, to: string): Promise<void> {
+  await mkdir(to, { recursive: true });
+  for (const name of await readdir(from)) await link(join(from, name), join(to, name));
 }
 
 /** Lets the runtime remove a stopped container in the background (settle waits for it). */

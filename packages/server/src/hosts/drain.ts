@@ -1,7 +1,8 @@
 /**
  * Draining a host: new sandboxes stop going there (placement skips a
  * draining host), and its persistent sandboxes move to other hosts (a
- * hibernated one is woken there, moved, and hibernated again). A move
+ * hibernated one is restored from its image in the store, or woken where it
+ * is when it has none, and hibernated again where it lands). A move
  * is a snapshot into the shared snapshot store (S3), then the restore of it
  * on another host under the same id: memory, processes and files go along;
  * the sandbox does not answer in between, and an exec that was running on
@@ -25,30 +26,42 @@ async function move(r: Recovery, id: string, from: string): Promise<boolean> {
     const sbx = await r.store.getSandboxById(id);
     if (!sbx || sbx.host_id !== from || !movable(r, sbx)) return false;
     const old = r.router.host(from);
-    if (sbx.state === 'paused') await old.sandboxes.resume(id);
-    // A hibernated one is woken where its image is, moved, and put to sleep again there.
-    if (sbx.state === 'hibernated')
-      await old.sandboxes.wake(id, { env: sbx.env, network: sbx.network });
-    const snapshotId = newId('snapshot');
-    await old.sandboxes.snapshot(id, snapshotId);
+    const asleep = sbx.state === 'hibernated';
+    // A hibernated one with its image in the store goes from there; any other
+    // is captured into the store first (a hibernated one woken for that).
+    const image = asleep ? sbx.image_id : null;
+    if (!image && sbx.state === 'paused') await old.sandboxes.resume(id);
+    if (!image && asleep) await old.sandboxes.wake(id, { env: sbx.env, network: sbx.network });
+    const source = image ?? newId('snapshot');
+    if (!image) await old.sandboxes.snapshot(id, source);
     try {
       const placement = await r.place({ template: sbx.template, memoryMb: sbx.memory_mb });
-      const req = restoreRequest(sbx, sbx.template, snapshotId);
       await old.sandboxes.destroy(id);
-      await r.store.updateSandbox(id, { host_id: placement.hostId });
+      // The old image goes (finally, below): a new one is made where it lands.
+      await r.store.updateSandbox(id, { host_id: placement.hostId, image_id: null });
+      const to = r.router.host(placement.hostId).sandboxes;
       try {
-        await r.router.host(placement.hostId).sandboxes.create(req);
+        await to.create(restoreRequest(sbx, sbx.template, source));
       } catch (err) {
         await r.lifecycle.lost(id, `moving off host ${from} failed: ${(err as Error).message}`);
         return false;
       }
-      const asleep = sbx.state === 'hibernated';
-      if (asleep) await r.router.host(placement.hostId).sandboxes.hibernate(id);
-      const to = asleep ? 'hibernated' : 'running';
-      await r.store.setState(id, to, `moved from host ${from} (drained); ${placedText(placement)}`);
+      // Asleep again where it lands; if that fails it is at least running there.
+      const slept =
+        asleep &&
+        (await r.lifecycle.hibernateOn(to, { ...sbx, image_id: null }).then(
+          () => true,
+          () => false,
+        ));
+      const state = slept ? 'hibernated' : 'running';
+      await r.store.setState(
+        id,
+        state,
+        `moved from host ${from} (drained); ${placedText(placement)}`,
+      );
       return true;
     } finally {
-      await r.router.snapshots.delete(snapshotId).catch(() => undefined);
+      await r.router.snapshots.delete(source).catch(() => undefined);
     }
   });
 }

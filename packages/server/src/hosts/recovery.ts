@@ -1,8 +1,9 @@
 /**
  * What happens to a lost host's sandboxes. With a snapshot store every host
- * shares (S3), a persistent sandbox that has a snapshot is restored from its
- * latest one onto another host, under its own id: its files, memory and
- * processes as of that snapshot, what it did since is gone. Every other
+ * shares (S3), a persistent sandbox is restored onto another host, under its
+ * own id: a hibernated one from its hibernation image (as it went to sleep;
+ * it wakes there), any other from its latest snapshot (its files, memory and
+ * processes as of that snapshot, what it did since is gone). Every other
  * sandbox of the host (and one whose restore fails) is recorded stopped,
  * with the reason. Each outcome is a state change in the sandbox's events.
  */
@@ -58,6 +59,16 @@ async function latestSnapshot(store: Store, sandboxId: string) {
   return row ? decodeSnapshot(row) : undefined;
 }
 
+/** What a lost sandbox is restored from: its hibernation image, else its latest snapshot. */
+async function sourceOf(store: Store, sbx: SandboxRecord) {
+  if (sbx.state === 'hibernated' && sbx.image_id)
+    return { id: sbx.image_id, template: sbx.template, text: 'woken from its hibernation image' };
+  const snap = await latestSnapshot(store, sbx.id);
+  if (!snap) return null;
+  const text = `restored from snapshot ${snap.id} (${snap.created_at})`;
+  return { id: snap.id, template: snap.template, text };
+}
+
 /** Restores one persistent sandbox elsewhere; returns the cause it records, or null if it cannot. */
 async function restoreElsewhere(
   r: Recovery,
@@ -65,10 +76,10 @@ async function restoreElsewhere(
   why: string,
 ): Promise<string | null> {
   if (!r.sharedSnapshots || sbx.persistent !== 1 || sbx.volumes.length > 0) return null;
-  const snap = await latestSnapshot(r.store, sbx.id);
-  if (!snap) return null;
-  const placement = await r.place({ template: snap.template, memoryMb: sbx.memory_mb });
-  const req = restoreRequest(sbx, snap.template, snap.id);
+  const source = await sourceOf(r.store, sbx);
+  if (!source) return null;
+  const placement = await r.place({ template: source.template, memoryMb: sbx.memory_mb });
+  const req = restoreRequest(sbx, source.template, source.id);
   await r.store.updateSandbox(sbx.id, { host_id: placement.hostId });
   try {
     await r.router.host(placement.hostId).sandboxes.create(req);
@@ -76,7 +87,8 @@ async function restoreElsewhere(
     await r.store.updateSandbox(sbx.id, { host_id: sbx.host_id });
     throw err;
   }
-  return `restored from snapshot ${snap.id} (${snap.created_at}): ${why}; ${placedText(placement)}`;
+  await r.lifecycle.dropImage(sbx);
+  return `${source.text}: ${why}; ${placedText(placement)}`;
 }
 
 export async function recoverLostHost(r: Recovery, hostId: string, why: string): Promise<void> {

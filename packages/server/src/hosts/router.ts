@@ -148,7 +148,7 @@ export class HostRouter implements HostApi {
     destroy: async (id) => (await this.on(id)).destroy(id),
     pause: async (id) => (await this.on(id)).pause(id),
     resume: async (id) => (await this.on(id)).resume(id),
-    hibernate: async (id) => (await this.on(id)).hibernate(id),
+    hibernate: async (id, o) => (await this.on(id)).hibernate(id, o),
     wake: async (id, o) => (await this.on(id)).wake(id, o),
     snapshot: async (id, snapshotId) => (await this.on(id)).snapshot(id, snapshotId),
     cpuUsageNs: async (id) => (await this.on(id)).cpuUsageNs(id),

@@ -44,8 +44,8 @@ export function instrumentHost(host: HostApi, metrics: Metrics, usage: UsageSamp
     await usage.sample(id);
     await destroy(id);
   };
-  s.hibernate = async (id) => {
+  s.hibernate = async (id, o) => {
     await usage.sample(id);
-    await hibernate(id);
+    return hibernate(id, o);
   };
 }

@@ -157,40 +157,47 @@ export class SandboxCreator {
     const previewAuth = o.preview?.auth === true;
     const previewToken = previewAuth && !o.preview?.tokenHash ? newPreviewToken() : undefined;
     const clock = this.lifecycle.clock;
-    const placement = await this.hosts?.place({
-      template: o.template,
-      memoryMb: o.memoryMb ?? 0,
-      pinned: await this.pinned(orgId, o),
+    const pinned = await this.pinned(orgId, o);
+    // Placement and the insert of the record, one create at a time when there
+    // are several hosts: each placement counts the sandboxes placed before it.
+    const { placement, rec } = await this.oneAtATime(async () => {
+      const placement = await this.hosts?.place({
+        template: o.template,
+        memoryMb: o.memoryMb ?? 0,
+        pinned,
+      });
+      const rec: SandboxRecord = {
+        id: newId('sandbox'),
+        org_id: orgId,
+        host_id: placement?.hostId ?? this.host.id,
+        template: o.template,
+        state: 'creating',
+        cpu: o.cpu ?? 0,
+        memory_mb: o.memoryMb ?? 0,
+        metadata: o.metadata ?? {},
+        env: o.env,
+        ttl_seconds: ttl,
+        created_at: isoIn(clock),
+        last_activity_at: isoIn(clock),
+        expires_at: isoIn(clock, ttl),
+        stopped_at: null,
+        stop_reason: null,
+        parent_id: o.parentId ?? null,
+        snapshot_id: o.snapshotId ?? null,
+        lineage: o.parentId ? [...(o.parentLineage ?? []), o.parentId] : [],
+        persistent: o.persistent ? 1 : 0,
+        idle_timeout_seconds: o.idleTimeoutSeconds ?? this.config.defaultIdleTimeoutSeconds,
+        fork_kind: o.forkKind ?? '',
+        preview_auth: previewAuth ? 1 : 0,
+        preview_token_hash: previewToken ? hashToken(previewToken) : (o.preview?.tokenHash ?? null),
+        network: o.network,
+        disk_mb: o.diskMb ?? null,
+        volumes,
+        image_id: null,
+      };
+      await this.admit(rec, o);
+      return { placement, rec };
     });
-    const rec: SandboxRecord = {
-      id: newId('sandbox'),
-      org_id: orgId,
-      host_id: placement?.hostId ?? this.host.id,
-      template: o.template,
-      state: 'creating',
-      cpu: o.cpu ?? 0,
-      memory_mb: o.memoryMb ?? 0,
-      metadata: o.metadata ?? {},
-      env: o.env,
-      ttl_seconds: ttl,
-      created_at: isoIn(clock),
-      last_activity_at: isoIn(clock),
-      expires_at: isoIn(clock, ttl),
-      stopped_at: null,
-      stop_reason: null,
-      parent_id: o.parentId ?? null,
-      snapshot_id: o.snapshotId ?? null,
-      lineage: o.parentId ? [...(o.parentLineage ?? []), o.parentId] : [],
-      persistent: o.persistent ? 1 : 0,
-      idle_timeout_seconds: o.idleTimeoutSeconds ?? this.config.defaultIdleTimeoutSeconds,
-      fork_kind: o.forkKind ?? '',
-      preview_auth: previewAuth ? 1 : 0,
-      preview_token_hash: previewToken ? hashToken(previewToken) : (o.preview?.tokenHash ?? null),
-      network: o.network,
-      disk_mb: o.diskMb ?? null,
-      volumes,
-    };
-    await this.admit(rec, o);
     try {
       const attached = [
         ...(await this.volumes.attach(orgId, rec.id, volumes)),
@@ -230,6 +237,24 @@ export class SandboxCreator {
     await this.lifecycle.touch(rec); // idle and TTL count from when it runs, not from the request
     const sandbox = await this.lifecycle.get(orgId, rec.id);
     return previewToken ? { ...sandbox, preview_token: previewToken } : sandbox;
+  }
+
+  /** Whether children of one image may go to any host: several hosts share the snapshot store. */
+  spreads(): boolean {
+    return (
+      this.config.snapshotStore.kind === 's3' &&
+      this.hosts !== null &&
+      this.hosts.router.ids().length > 1
+    );
+  }
+
+  private placing: Promise<unknown> = Promise.resolve();
+
+  private oneAtATime<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.hosts || this.hosts.router.ids().length === 1) return fn();
+    const next = this.placing.then(fn);
+    this.placing = next.catch(() => undefined);
+    return next;
   }
 
   /** The one host a sandbox must go to: where its volume, capture or (local) snapshot is. */

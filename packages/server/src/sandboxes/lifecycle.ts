@@ -4,8 +4,10 @@
  * for TTL and idle, and destroy. Host work goes through HostApi.
  */
 import {
+  newId,
   WarrenError,
   type HostApi,
+  type HostSandboxApi,
   type PreviewToken,
   type Sandbox,
   type UpdateSandboxRequest,
@@ -155,12 +157,38 @@ export class SandboxLifecycle {
     const sandboxes = this.host.sandboxes;
     if (action === 'pause') await sandboxes.pause(current.id);
     else if (action === 'resume') await sandboxes.resume(current.id);
-    else if (action === 'hibernate') await sandboxes.hibernate(current.id);
-    else
+    else if (action === 'hibernate') await this.hibernateOn(sandboxes, current);
+    else {
       await this.admitting(current.id, () =>
         sandboxes.wake(current.id, { env: current.env, network: current.network }),
       );
+      await this.dropImage(current);
+    }
     await this.store.setState(current.id, rule.to, `${action} (${cause})`);
+  }
+
+  /**
+   * Hibernates a sandbox on `host` (its own, or the one a drain moved it to).
+   * A persistent sandbox's image also goes into the snapshot store when that
+   * is shared (S3), so that another host can restore it if this one is lost.
+   */
+  async hibernateOn(host: HostSandboxApi, row: SandboxRecord): Promise<void> {
+    await this.dropImage(row);
+    const share =
+      this.config.snapshotStore.kind === 's3' &&
+      row.persistent === 1 &&
+      row.volumes.length === 0 &&
+      !('warren.database' in row.metadata);
+    const imageId = share ? newId('snapshot') : undefined;
+    const { shared } = await host.hibernate(row.id, imageId ? { image_id: imageId } : undefined);
+    if (imageId && shared) await this.store.updateSandbox(row.id, { image_id: imageId });
+  }
+
+  /** Forgets a hibernation image kept in the snapshot store (woken, moved or stopped). */
+  async dropImage(row: Pick<SandboxRecord, 'id' | 'image_id'>): Promise<void> {
+    if (!row.image_id) return;
+    await this.store.updateSandbox(row.id, { image_id: null });
+    await this.host.snapshots.delete(row.image_id).catch(() => undefined);
   }
 
   /** Counts the end of a long operation (an exec that ran for minutes) as activity too. */
@@ -229,6 +257,8 @@ export class SandboxLifecycle {
    * host (it cannot answer; fenced, it destroys the sandbox itself).
    */
   async lost(id: string, reason: string): Promise<void> {
+    const row = await this.store.getSandboxById(id);
+    if (row) await this.dropImage(row);
     await this.volumes.detach(id);
     await this.store.setState(id, 'stopped', reason, {
       stopped_at: isoIn(this.clock),
@@ -239,6 +269,8 @@ export class SandboxLifecycle {
   /** Removes a sandbox from its host and records it stopped. */
   async stopped(id: string, reason: string): Promise<void> {
     await this.host.sandboxes.destroy(id);
+    const row = await this.store.getSandboxById(id);
+    if (row) await this.dropImage(row);
     await this.volumes.detach(id);
     await this.store.setState(id, 'stopped', reason, {
       stopped_at: isoIn(this.clock),

@@ -102,8 +102,11 @@ export class SnapshotService {
 
   /**
    * Children of a running sandbox from one capture of it, all restored at
-   * once; memory is checked for all of them first. All or none: if one child
-   * fails, the others are destroyed.
+   * once. All or none: if one child fails, the others are destroyed. On one
+   * host the capture stays there and memory is checked for all children
+   * first; with several hosts sharing the snapshot store (S3) it goes into
+   * the store and placement puts each child on any host (each is admitted
+   * where it lands).
    */
   async forkTree(
     orgId: string,
@@ -112,26 +115,16 @@ export class SnapshotService {
   ): Promise<{ parent_id: string; parent_pause_ms: number; children: Sandbox[] }> {
     await this.refuseVolumes(orgId, id, 'fork');
     const parent = await this.lifecycle.use(orgId, id);
-    const cap = await this.host.capacity();
-    const need = parent.memory_mb * req.count;
-    // The children's memory_mb against the overcommit cap; each child is admitted on use as well.
-    const free =
-      Math.floor(cap.memory_budget_mb * (cap.memory_overcommit ?? 1)) - cap.memory_reserved_mb;
-    if (need > free) {
-      throw new WarrenError(
-        'INSUFFICIENT_CAPACITY',
-        `${req.count} children of ${parent.memory_mb} MiB need ${need} MiB; ${free} MiB free`,
-        { requested_mb: need, free_mb: free },
-      );
-    }
-    const capture = await this.lifecycle.locked(id, () => this.host.sandboxes.capture(id));
+    const spread = this.creator.spreads();
+    if (!spread) await this.checkRoom(parent.memory_mb, req.count);
+    const image = await this.lifecycle.locked(id, () => this.captureForChildren(id, spread));
     try {
       const launched = await Promise.allSettled(
         Array.from({ length: req.count }, () =>
           this.creator.launch(orgId, {
             ...inherit(parent, req),
             forkKind: 'memory',
-            source: { kind: 'capture', capture_id: capture.capture_id },
+            source: image.source,
             cause: `forked from ${id}`,
           }),
         ),
@@ -143,10 +136,44 @@ export class SnapshotService {
           await this.lifecycle.destroy(orgId, c.id, 'fork-tree failed').catch(() => undefined);
         throw failed.reason;
       }
-      return { parent_id: id, parent_pause_ms: capture.paused_ms, children };
+      return { parent_id: id, parent_pause_ms: image.pausedMs, children };
     } finally {
-      await this.host.sandboxes.releaseCapture(capture.capture_id);
+      await image.release();
     }
+  }
+
+  /** The children's memory_mb against the overcommit cap; each child is admitted on use as well. */
+  private async checkRoom(memoryMb: number, count: number): Promise<void> {
+    const cap = await this.host.capacity();
+    const need = memoryMb * count;
+    const free =
+      Math.floor(cap.memory_budget_mb * (cap.memory_overcommit ?? 1)) - cap.memory_reserved_mb;
+    if (need > free) {
+      throw new WarrenError(
+        'INSUFFICIENT_CAPACITY',
+        `${count} children of ${memoryMb} MiB need ${need} MiB; ${free} MiB free`,
+        { requested_mb: need, free_mb: free },
+      );
+    }
+  }
+
+  /** A capture kept on the parent's host, or (spread) an image in the shared snapshot store. */
+  private async captureForChildren(id: string, spread: boolean) {
+    if (spread) {
+      const snapshotId = newId('snapshot');
+      const { paused_ms } = await this.host.sandboxes.snapshot(id, snapshotId);
+      return {
+        source: { kind: 'snapshot', snapshot_id: snapshotId } as const,
+        pausedMs: paused_ms,
+        release: () => this.host.snapshots.delete(snapshotId),
+      };
+    }
+    const { capture_id, paused_ms } = await this.host.sandboxes.capture(id);
+    return {
+      source: { kind: 'capture', capture_id } as const,
+      pausedMs: paused_ms,
+      release: () => this.host.sandboxes.releaseCapture(capture_id),
+    };
   }
 
   /**

@@ -362,4 +362,10 @@ export const migrations: Record<string, Migration> = {
   },
   '0011_usage': usageMigration,
   '0012_hosts': hostsMigration,
+  '0013_hibernation_images': {
+    async up(db: Kysely<unknown>) {
+      const t = columnTypes(db);
+      await db.schema.alterTable('sandboxes').addColumn('image_id', t.text).execute();
+    },
+  },
 };

@@ -71,6 +71,8 @@ export interface SandboxTable {
   disk_mb: number | null;
   /** JSON array of the attachments ({ name, mount_path, read_only }). */
   volumes: string;
+  /** A hibernated sandbox's image in the shared snapshot store (any host can restore it). */
+  image_id: string | null;
 }
 
 export interface VolumeTable {

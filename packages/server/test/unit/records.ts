@@ -31,6 +31,7 @@ export function sandboxRecord(
     network: { policy: { mode: 'none' }, secrets: [] },
     disk_mb: 1024,
     volumes: [],
+    image_id: null,
     ...over,
   };
 }
