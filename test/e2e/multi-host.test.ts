@@ -22,6 +22,13 @@ import {
 } from '../agents';
 import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
 import { startS3, type TestS3 } from '../s3';
+import {
+  assertFilesAndProcess,
+  hostOf as hostOfIn,
+  persistentOn,
+  sleepWithProcess,
+  startProcess,
+} from '../hosts';
 import { waitFor } from '../wait';
 
 const LEASE_S = 3;
@@ -53,27 +60,7 @@ describe('several hosts', () => {
   }
 
   const host = (id: string) => p.json<Json>(`/v1/hosts/${id}`);
-  const hostOf = async (sandboxId: string) =>
-    (await p.context.store.getSandboxById(sandboxId))!.host_id;
-  const persistentOn = (hostId: string) => ({
-    template: 'base',
-    persistent: true,
-    host_id: hostId,
-  });
-  /** Writes a file, starts a process and hibernates the sandbox; returns the process's pid. */
-  async function sleepWithProcess(id: string): Promise<string> {
-    const script = 'echo slept > /tmp/s; sleep 1000 & echo $! > /tmp/pid';
-    await exec(p, id, { cmd: 'sh', args: ['-c', script] });
-    const pid = (await exec(p, id, { cmd: 'cat', args: ['/tmp/pid'] })).stdout.trim();
-    await p.json(`/v1/sandboxes/${id}/hibernate`, { method: 'POST' });
-    const rec = await p.context.store.getSandboxById(id);
-    assert.match(rec!.image_id ?? '', /^snap_/, 'its hibernation image is in the store');
-    return pid;
-  }
-  async function assertFilesAndProcess(id: string, pid: string): Promise<void> {
-    assert.equal((await exec(p, id, { cmd: 'cat', args: ['/tmp/s'] })).stdout, 'slept\n');
-    assert.equal((await exec(p, id, { cmd: 'sh', args: ['-c', `kill -0 ${pid}`] })).exit_code, 0);
-  }
+  const hostOf = (id: string) => hostOfIn(p, id);
   const token = async () =>
     (await p.json<Json>('/v1/hosts/join-tokens', { method: 'POST', json: {} })).token as string;
 
@@ -200,6 +187,26 @@ describe('several hosts', () => {
     });
   });
 
+  it("spreads a fork-tree's children over the hosts, each with the parent's processes", async () => {
+    const parent = await createSandbox(p, { template: 'base', host_id: 'host_a1' });
+    let children: string[] = [];
+    try {
+      const pid = await startProcess(p, parent);
+      const tree = await p.json<Json>(`/v1/sandboxes/${parent}/fork-tree`, {
+        method: 'POST',
+        json: { count: 3 },
+      });
+      children = tree.children.map((c: Json) => c.id as string);
+      const on = await Promise.all(children.map(hostOf));
+      // Placement counts the parent: the two hosts without it get a child each first.
+      assert.ok(on.includes('host_local') && on.includes('host_b1'), on.join());
+      for (const c of children) await assertFilesAndProcess(p, c, pid);
+    } finally {
+      for (const id of [parent, ...children])
+        await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    }
+  });
+
   it('restores a snapshot taken on one host on another, where an admin places it', async () => {
     const parent = await createSandbox(p, { template: 'base', host_id: 'host_local' });
     let child = '';
@@ -249,7 +256,7 @@ describe('several hosts', () => {
     const pid = (await exec(p, mover, { cmd: 'cat', args: ['/tmp/pid'] })).stdout.trim();
     // A hibernated one moves too, and sleeps on where it lands.
     const sleeper = await createSandbox(p, persistentOn('host_b1'));
-    const sleeperPid = await sleepWithProcess(sleeper);
+    const sleeperPid = await sleepWithProcess(p, sleeper);
     const oldImage = (await p.context.store.getSandboxById(sleeper))!.image_id;
     const drained = await p.json<Json>('/v1/hosts/host_b1/drain', { method: 'POST' });
     assert.equal(drained.state, 'draining');
@@ -277,7 +284,7 @@ describe('several hosts', () => {
     const newImage = (await p.context.store.getSandboxById(sleeper))!.image_id;
     assert.match(newImage ?? '', /^snap_/);
     assert.notEqual(newImage, oldImage);
-    await assertFilesAndProcess(sleeper, sleeperPid);
+    await assertFilesAndProcess(p, sleeper, sleeperPid);
     await p.api(`/v1/sandboxes/${sleeper}`, { method: 'DELETE' });
     const ids = [await createSandbox(p), await createSandbox(p), await createSandbox(p)];
     try {
@@ -313,7 +320,7 @@ describe('several hosts', () => {
       assert.deepEqual(new Set(on), new Set(['host_a1', 'host_local']));
       await exec(p, kept, { cmd: 'sh', args: ['-c', 'echo kept > /tmp/kept'] });
       const snap = await p.json<Json>(`/v1/sandboxes/${kept}/snapshots`, { method: 'POST' });
-      const pid = await sleepWithProcess(sleeper);
+      const pid = await sleepWithProcess(p, sleeper);
       a.child.kill('SIGKILL');
       await new Promise((r) => a.child.once('exit', r));
       // Its sandbox goes on running in the runtime: nobody can reach it.
@@ -360,7 +367,7 @@ describe('several hosts', () => {
         what: 'the hibernated one woken elsewhere',
       });
       assert.equal((await p.json<Json>(`/v1/sandboxes/${sleeper}`)).state, 'running');
-      await assertFilesAndProcess(sleeper, pid);
+      await assertFilesAndProcess(p, sleeper, pid);
       const woken = (await p.json<Json>(`/v1/sandboxes/${sleeper}/events`)).items as Json[];
       assert.match(
         woken.at(-1).cause,

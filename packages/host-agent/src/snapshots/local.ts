@@ -143,7 +143,9 @@ export class LocalSnapshotStore implements SnapshotStore {
     const blobs = join(this.root, 'blobs');
     for (const prefix of await readdir(blobs).catch(() => [] as string[])) {
       for (const sha of await readdir(join(blobs, prefix))) {
-        if (!refs.has(sha)) await rm(join(blobs, prefix, sha), { force: true });
+        // A .part is a file still being fetched (S3): its manifest comes after it.
+        if (!refs.has(sha) && !sha.endsWith('.part'))
+          await rm(join(blobs, prefix, sha), { force: true });
       }
     }
   }

@@ -5,6 +5,7 @@
  * Uses the official AWS SDK client, which speaks to any S3-compatible server
  * (AWS, MinIO, Ceph, R2, ...) given an endpoint.
  */
+import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -52,6 +53,7 @@ export function s3Client(cfg: S3StoreConfig): S3Client {
 export class S3SnapshotStore implements SnapshotStore {
   readonly kind = 's3' as const;
   private readonly client: S3Client;
+  private readonly fetching = new Map<string, Promise<void>>();
 
   constructor(
     private readonly cfg: S3StoreConfig,
@@ -152,7 +154,8 @@ export class S3SnapshotStore implements SnapshotStore {
       )
         continue;
       await mkdir(dirname(target), { recursive: true });
-      const tmp = `${target}.part`;
+      // Another snapshot with this file may be fetching it too: each writes its own part.
+      const tmp = `${target}.${randomBytes(4).toString('hex')}.part`;
       await pipeline(await this.getBody(this.key('blobs', f.sha256)), createWriteStream(tmp));
       if ((await sha256File(tmp)) !== f.sha256) {
         await rm(tmp, { force: true });
@@ -167,7 +170,15 @@ export class S3SnapshotStore implements SnapshotStore {
   }
 
   async materialize<M>(id: string, dir: string): Promise<SnapshotManifest<M>> {
-    if (!(await this.cache.has(id))) await this.fetch(id);
+    if (!(await this.cache.has(id))) {
+      // Restores of one snapshot at once on this host (fork-tree children) fetch it once.
+      let fetching = this.fetching.get(id);
+      if (!fetching) {
+        fetching = this.fetch(id).finally(() => this.fetching.delete(id));
+        this.fetching.set(id, fetching);
+      }
+      await fetching;
+    }
     return this.cache.materialize<M>(id, dir);
   }
 

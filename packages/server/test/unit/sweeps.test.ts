@@ -35,7 +35,10 @@ for (const kind of STORE_KINDS)
       id: 'host_test',
       sandboxes: {
         destroy: async (id: string) => void calls.push(`destroy ${id}`),
-        hibernate: async (id: string) => void calls.push(`hibernate ${id}`),
+        hibernate: async (id: string) => {
+          calls.push(`hibernate ${id}`);
+          return { shared: false };
+        },
         cpuUsageNs: async (id: string) => cpuNs.get(id) ?? null,
       },
     } as unknown as HostApi;
