@@ -3,8 +3,10 @@
  * the scoring alone, in memory); create → first exec through a `warren
  * agent` process against the control plane's in-process agent; a snapshot
  * restored on another host (fetched from the S3 store) against the same
- * restore on the host that took it; and how long after an agent's SIGKILL
- * its sandboxes are recorded lost (lease 3 s).
+ * restore on the host that took it; a hibernate whose image goes into the
+ * store against one kept on its host; and how long after an agent's SIGKILL
+ * its sandboxes are recorded lost (lease 3 s) and its hibernated persistent
+ * sandbox answers on another host.
  * Run: node --import tsx bench/hosts.ts (part of `npm run bench`).
  */
 import type { HostApi } from '@warren/protocol';
@@ -172,23 +174,65 @@ try {
     directName: 'on the host that took it',
   });
 
-  // ---- an agent's death to its sandboxes recorded lost ----
-  const victim = (
-    await p.json<{ id: string }>('/v1/sandboxes', {
-      method: 'POST',
-      json: { template: 'base', host_id: 'host_bench' },
-    })
-  ).id;
+  // ---- hibernate with the image put into the store, against one kept on its host ----
+  const onBench = async (persistent: boolean) =>
+    (
+      await p.json<{ id: string }>('/v1/sandboxes', {
+        method: 'POST',
+        json: { template: 'base', host_id: 'host_bench', persistent },
+      })
+    ).id;
+  const hibernate = (id: string) =>
+    timed(() => p.json(`/v1/sandboxes/${id}/hibernate`, { method: 'POST' }));
+  const shared: number[] = [];
+  const kept: number[] = [];
+  for (let i = 0; i < Math.max(3, Math.floor(RUNS / 2)); i++) {
+    for (const [persistent, into] of [
+      [true, shared],
+      [false, kept],
+    ] as const) {
+      const id = await onBench(persistent);
+      into.push((await hibernate(id))[0]);
+      await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    }
+  }
+  rows.push({
+    name: 'hibernate, image into the store (S3)',
+    unit: 'ms',
+    warren: shared,
+    direct: kept,
+    directName: 'image kept on its host only',
+  });
+
+  // ---- an agent's death: its sandboxes recorded lost, a hibernated one answering elsewhere ----
+  const victim = await onBench(false);
+  const sleeper = await onBench(true);
+  await hibernate(sleeper);
   const t = now();
   agent.child.kill('SIGKILL');
   await waitFor(
     async () => (await p.json<{ state: string }>(`/v1/sandboxes/${victim}`)).state === 'stopped',
     { timeoutMs: 30_000, what: 'lost' },
   );
+  const lostMs = now() - t;
+  await waitFor(
+    async () =>
+      (await p.api(`/v1/sandboxes/${sleeper}/exec`, { method: 'POST', json: { cmd: 'true' } })).ok,
+    { timeoutMs: 60_000, what: 'the hibernated sandbox answering elsewhere' },
+  );
+  const answeredMs = now() - t;
+  await p.api(`/v1/sandboxes/${sleeper}`, { method: 'DELETE' });
   rows.push({
     name: 'agent SIGKILL → its sandboxes recorded lost (lease 3 s)',
     unit: 'ms',
-    warren: [now() - t],
+    warren: [lostMs],
+    direct: [3000],
+    directName: 'the lease',
+  });
+  rows.push({
+    name: 'agent SIGKILL → its hibernated persistent sandbox answers elsewhere',
+    unit: 'ms',
+    warren: [answeredMs],
     direct: [3000],
     directName: 'the lease',
   });

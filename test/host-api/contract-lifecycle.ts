@@ -77,6 +77,22 @@ export function hostApiChecks2(ctx: Ctx): void {
     await assert.rejects(ctx.create({ from: { kind: 'snapshot', snapshot_id: snapId } }));
   });
 
+  it('hibernates with its image put into the store: it wakes here, and restores from there', async () => {
+    const { host } = ctx;
+    const id = await ctx.create();
+    await sh(host, id, 'echo slept > /root/f; (sleep 600 & echo $! > /root/pid)');
+    const imageId = newId('snapshot');
+    assert.deepEqual(await host.sandboxes.hibernate(id, { image_id: imageId }), { shared: true });
+    const copy = await ctx.create({ from: { kind: 'snapshot', snapshot_id: imageId } });
+    const check = 'cat /root/f; test -e /proc/$(cat /root/pid) && echo alive';
+    assert.equal((await sh(host, copy, check)).stdout, 'slept\nalive\n');
+    await host.sandboxes.wake(id, { env: {} });
+    assert.equal((await sh(host, id, check)).stdout, 'slept\nalive\n');
+    await host.snapshots.delete(imageId);
+    // Without an image id (undefined, also as it crosses the wire) nothing is shared.
+    assert.deepEqual(await host.sandboxes.hibernate(id, undefined), { shared: false });
+  });
+
   it('checks and changes network policies', async () => {
     const { host } = ctx;
     await rejectsWith(

@@ -42,7 +42,7 @@ export async function resumeSandbox(ctx: HostContext, id: string): Promise<void>
 export async function hibernateSandbox(
   ctx: HostContext,
   id: string,
-  o: { image_id?: string } = {},
+  o?: { image_id?: string } | null, // null when it came over the wire as undefined
 ): Promise<{ shared: boolean }> {
   const sbx = ctx.registry.live(id);
   if (sbx.paused) await resumeSandbox(ctx, id);
@@ -67,7 +67,7 @@ export async function hibernateSandbox(
   await ctx.driver.kill(sbx.containerId);
   retireContainer(ctx, sbx.containerId);
   ctx.registry.teardown(id, () => releaseSandboxDisk(sbx.workDir));
-  return { shared: o.image_id ? await shareImage(ctx, sbx.workDir, o.image_id) : false };
+  return { shared: o?.image_id ? await shareImage(ctx, sbx.workDir, o.image_id) : false };
 }
 
 /**

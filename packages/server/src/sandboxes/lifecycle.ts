@@ -180,7 +180,7 @@ export class SandboxLifecycle {
       row.volumes.length === 0 &&
       !('warren.database' in row.metadata);
     const imageId = share ? newId('snapshot') : undefined;
-    const { shared } = await host.hibernate(row.id, imageId ? { image_id: imageId } : undefined);
+    const { shared } = await host.hibernate(row.id, imageId ? { image_id: imageId } : {});
     if (imageId && shared) await this.store.updateSandbox(row.id, { image_id: imageId });
   }
 
