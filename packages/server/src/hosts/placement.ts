@@ -23,6 +23,8 @@ export interface PlacementRequest {
   memoryMb: number;
   /** The host that must take it (a volume, a capture or an admin's hint). */
   pinned?: { hostId: string; why: string };
+  /** Hosts that refused this sandbox just now (their capacity report was behind). */
+  refusedBy?: string[];
 }
 
 export interface Placement {
@@ -41,6 +43,7 @@ function freeMb(c: HostCapacity): number {
 function whyNot(h: PlacementCandidate, req: PlacementRequest): string | null {
   if (h.state !== 'active') return h.state;
   if (!h.connected) return 'not connected';
+  if (req.refusedBy?.includes(h.id)) return 'refused it just now';
   if (!h.templates.includes(req.template)) return `no template ${req.template}`;
   const c = h.capacity;
   if (!c) return 'no capacity reported';

@@ -150,7 +150,12 @@ export class SandboxCreator {
    * remains. Until the host answers, the record (state `creating`) holds the
    * requested sizes, 0 where the template's default will apply.
    */
-  async launch(orgId: string, o: LaunchOptions): Promise<Sandbox> {
+  /**
+   * `refusedBy`: hosts that placement chose but that refused the sandbox
+   * (INSUFFICIENT_CAPACITY, their last report was behind); placement then
+   * tries the others, until none fits.
+   */
+  async launch(orgId: string, o: LaunchOptions, refusedBy: string[] = []): Promise<Sandbox> {
     const volumes = o.volumes ?? [];
     this.volumes.validate(volumes);
     const ttl = o.ttlSeconds ?? this.config.defaultTtlSeconds;
@@ -165,6 +170,7 @@ export class SandboxCreator {
         template: o.template,
         memoryMb: o.memoryMb ?? 0,
         pinned,
+        refusedBy,
       });
       const rec: SandboxRecord = {
         id: newId('sandbox'),
@@ -198,6 +204,7 @@ export class SandboxCreator {
       await this.admit(rec, o);
       return { placement, rec };
     });
+    let refused = false;
     try {
       const attached = [
         ...(await this.volumes.attach(orgId, rec.id, volumes)),
@@ -225,10 +232,14 @@ export class SandboxCreator {
       // Nothing half-created survives: the host agent has already undone its part.
       await this.volumes.detach(rec.id);
       await this.store.deleteSandboxRow(rec.id);
-      throw err;
+      // Placed (not pinned) on a host that cannot take it after all: another may.
+      refused =
+        !pinned && !!placement?.reason && (err as WarrenError).code === 'INSUFFICIENT_CAPACITY';
+      if (!refused) throw err;
     } finally {
       this.quotas?.settled(rec.id);
     }
+    if (refused) return this.launch(orgId, o, [...refusedBy, rec.host_id]);
     await this.store.setState(
       rec.id,
       'running',
