@@ -147,13 +147,7 @@ export interface HostSandboxApi {
   destroy(id: string): Promise<void>;
   pause(id: string): Promise<void>;
   resume(id: string): Promise<void>;
-  /**
-   * Saves memory, processes and files to this host's disk and stops the
-   * sandbox. With `image_id`, the image also goes into the snapshot store
-   * under that id (a snapshot every host can restore, when the store is
-   * shared); `shared` says whether it did (a failed upload leaves the
-   * sandbox hibernated here all the same).
-   */
+  /** Saves it all to this host's disk and stops it; with image_id, also into the snapshot store. */
   hibernate(id: string, o?: { image_id?: string }): Promise<{ shared: boolean }>;
   /** Restores a hibernated sandbox with its (possibly changed) env and network. */
   wake(id: string, o: { env: Record<string, string>; network?: SandboxNetwork }): Promise<void>;

@@ -43,6 +43,8 @@ export interface Config extends AuthConfig {
   sweepIntervalMs: number;
   /** How long a joined host's lease lasts without a heartbeat (agents heartbeat at a third of it). */
   hostLeaseMs: number;
+  /** How often a control plane that does not lead the background work tries to (PostgreSQL store). */
+  leaderRetryMs: number;
   /** PEM file of the CA (or certificate) that joined agents' HTTPS certificates are checked against. */
   agentCaFile: string | null;
   /** How long stopped sandboxes stay visible before their records are purged. */
@@ -181,6 +183,7 @@ export function loadConfig(
     lspIdleSeconds: int(env.WARREN_LSP_IDLE_SECONDS, LSP_IDLE_SECONDS),
     sweepIntervalMs: int(env.WARREN_SWEEP_INTERVAL_MS, 5000),
     hostLeaseMs: int(env.WARREN_HOST_LEASE_SECONDS, 30) * 1000,
+    leaderRetryMs: int(env.WARREN_LEADER_RETRY_SECONDS, 5) * 1000,
     agentCaFile: env.WARREN_AGENT_CA_FILE || null,
     stoppedRetentionSeconds: int(env.WARREN_STOPPED_RETENTION_SECONDS, 7 * 24 * 3600),
     readyTimeoutMs: int(env.WARREN_READY_TIMEOUT_MS, 15000),

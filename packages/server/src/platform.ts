@@ -30,6 +30,7 @@ import { IdleSweeps } from './sandboxes/sweeps';
 import { QuotaService } from './quotas/service';
 import { openStore } from './store/open';
 import { Sweeper } from './sweeper';
+import { Leadership } from './store/leader';
 import { loadApiTls } from './tls';
 import { TemplateService } from './template-service';
 import { VolumeService } from './volume-service';
@@ -92,6 +93,9 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const local = await createHostAgent({ ...hostAgentConfig(config), onEgressEvent });
   // Every service reaches hosts through the router: the local agent and any that joined.
   const host = new HostRouter(local, store);
+  const leadership = new Leadership(store.db, config.leaderRetryMs);
+  host.leads = () => leadership.leads();
+  webhooks.dispatcher.leads = host.leads;
   metrics = new Metrics(store, host);
   const sampler = new UsageSampler(store, host, config.usageSampleMs, config.usageRetentionSeconds);
   instrumentHost(host, metrics, sampler);
@@ -174,6 +178,9 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const scheme = tls ? 'https' : 'http';
   config.previewUrl ??= `${scheme}://{port}-{id}.${config.previewDomain}:${port}`;
   const shownHost = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  sweeper.leads = host.leads;
+  leadership.log = app.log;
+  leadership.start();
   sweeper.start();
   sampler.start();
   hosts.start();
@@ -199,6 +206,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
       // Deliveries cut short stay pending in the store: the next start sends them.
       await webhooks.dispatcher.stop();
       await databases.stop();
+      await leadership.stop();
       await app!.close();
       if (config.destroyOnClose) {
         const running = await store.sandboxesOnHost(local.id, ['creating', 'running', 'stopping']);

@@ -6,6 +6,8 @@ import type { Store } from './store/store';
 export class Sweeper {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
+  /** Purges are the leader's (store/leader.ts); the sweeps filter by host themselves. */
+  leads: () => boolean = () => true;
 
   constructor(
     private readonly sandboxes: IdleSweeps,
@@ -31,9 +33,10 @@ export class Sweeper {
         const idle = await this.sandboxes.hibernateIdle();
         for (const id of idle)
           this.log.info({ sandbox: id }, 'persistent sandbox idle; hibernated');
-        await this.store.purgeStopped(
-          new Date(Date.now() - this.retentionSeconds * 1000).toISOString(),
-        );
+        if (this.leads())
+          await this.store.purgeStopped(
+            new Date(Date.now() - this.retentionSeconds * 1000).toISOString(),
+          );
       } catch (err) {
         this.log.error({ err }, 'sweep failed');
       } finally {

@@ -14,5 +14,10 @@ export const Health = Type.Object({
     }),
   ),
   uptime_seconds: Type.Number(),
+  /**
+   * Whether this control plane runs the install's shared background work
+   * (always with SQLite; with several on one PostgreSQL store, one of them).
+   */
+  leader: Type.Boolean(),
 });
 export type Health = Static<typeof Health>;

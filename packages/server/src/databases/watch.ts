@@ -14,7 +14,7 @@ import type { DatabaseLog } from './index';
 import { fenceKey } from './provision';
 import { restoreFromArchive } from './restore';
 import type { DatabaseService } from './service';
-import { hostIds } from '../hosts/router';
+import { hostIds, leads } from '../hosts/router';
 
 export class DatabaseWatch {
   private timer: NodeJS.Timeout | null = null;
@@ -51,7 +51,8 @@ export class DatabaseWatch {
   async pass(): Promise<void> {
     const live = new Set(await this.dbs.host.sandboxes.live());
     // A lost host's databases too: their servers are gone, and they are restored elsewhere.
-    const hosts = [...hostIds(this.dbs.host), ...(await this.dbs.provisioner.lostHosts())];
+    const lost = leads(this.dbs.host) ? await this.dbs.provisioner.lostHosts() : [];
+    const hosts = [...hostIds(this.dbs.host), ...lost];
     for (const db of await this.dbs.queries.onHost(hosts)) {
       if (this.dbs.locks.busy(db.id)) continue;
       try {

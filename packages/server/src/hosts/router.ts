@@ -41,6 +41,8 @@ export class HostRouter implements HostApi {
   private readonly volumeHosts = new Map<string, string>();
   /** Where the next create of a sandbox id goes (set by placement just before). */
   private readonly placed = new Map<string, string>();
+  /** Whether this control plane leads the shared background work (set by the platform). */
+  leads: () => boolean = () => true;
   /** Once an agent has joined, every call looks up its sandbox's host (it may be gone). */
   private joined = false;
 
@@ -266,7 +268,17 @@ export class HostRouter implements HostApi {
   }
 }
 
-/** The ids of the hosts a HostApi reaches: a router's connected hosts, else its own. */
+/**
+ * The hosts whose background work (sweeps, database watches and archiving,
+ * usage samples) is this control plane's: its own in-process host, and every
+ * joined one it reaches while it leads (store/leader.ts).
+ */
 export function hostIds(host: HostApi): string[] {
-  return host instanceof HostRouter ? host.ids() : [host.id];
+  if (!(host instanceof HostRouter)) return [host.id];
+  return host.leads() ? host.ids() : [host.local.id];
+}
+
+/** Whether this control plane leads the install's shared background work. */
+export function leads(host: HostApi): boolean {
+  return !(host instanceof HostRouter) || host.leads();
 }

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ErrorResponse, Health } from '@warren/protocol';
 import type { AppContext } from '../context';
+import { leads } from '../hosts/router';
 
 export const healthRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
@@ -25,6 +26,7 @@ export const healthRoutes =
           runtime: { driver: info.driver, version: info.runtime_version },
           hosts: [{ id: info.id, ...(await ctx.host.capacity()) }],
           uptime_seconds: (Date.now() - ctx.startedAt) / 1000,
+          leader: leads(ctx.host),
         };
       },
     );

@@ -49,8 +49,9 @@ export class IdleSweeps {
    */
   async reapExpired(): Promise<string[]> {
     const reaped: string[] = [];
+    const mine = new Set(hostIds(this.host));
     for (const row of await this.store.expiredSandboxes(isoIn(this.lifecycle.clock))) {
-      if (row.persistent === 1) continue;
+      if (row.persistent === 1 || !mine.has(row.host_id)) continue;
       if (this.lifecycle.hasOperations(row.id)) {
         await this.lifecycle.touch(row);
         continue;

@@ -41,6 +41,8 @@ export class Dispatcher {
   private again = false;
   private purgedAt = 0;
 
+  /** Whether this control plane delivers (set by the platform). */
+  leads: () => boolean = () => true;
   /** Told of each message's end, delivered or failed after its last attempt (metrics). */
   onFinished: ((result: 'delivered' | 'failed', seconds: number) => void) | null = null;
 
@@ -95,6 +97,8 @@ export class Dispatcher {
   }
 
   private async pass(): Promise<void> {
+    // With several control planes, the leader delivers (store/leader.ts): once, in order.
+    if (!this.leads()) return;
     if (Date.now() - this.purgedAt > PURGE_EVERY_MS) {
       this.purgedAt = Date.now();
       await this.q.purge(new Date(Date.now() - this.settings.retentionMs).toISOString());
