@@ -316,6 +316,7 @@ class Health(TypedDict):
     runtime: RuntimeInfo
     hosts: list[HostHealth]
     uptime_seconds: float
+    leader: bool
 
 
 DatabaseState = Literal["creating", "ready", "hibernated", "recovering", "failed"]
