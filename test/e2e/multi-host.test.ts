@@ -262,7 +262,10 @@ describe('several hosts', () => {
     assert.equal(drained.state, 'draining');
     let reason = '';
     await waitFor(
-      async () => /: 2 moved, 0 left on it$/.test((reason = (await host('host_b1')).state_reason)),
+      async () =>
+        /: 2 sandboxes and 0 databases moved, 0 sandboxes left on it$/.test(
+          (reason = (await host('host_b1')).state_reason),
+        ),
       { timeoutMs: 60_000, what: () => `the drain done (${reason})` },
     );
     assert.notEqual(await hostOf(mover), 'host_b1');

@@ -31,6 +31,7 @@ import { QuotaService } from './quotas/service';
 import { openStore } from './store/open';
 import { Sweeper } from './sweeper';
 import { Leadership } from './store/leader';
+import { moveDatabasesOff } from './databases/move';
 import { loadApiTls } from './tls';
 import { TemplateService } from './template-service';
 import { VolumeService } from './volume-service';
@@ -126,6 +127,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   };
   const databases = await createDatabases(store, host, config, creator, sandboxes, log);
   databases.service.provisioner.hosts = hosts;
+  hosts.moveDatabases = (id) => moveDatabasesOff(databases.service, id, log);
   const quotas = new QuotaService(store, config.quotaDefaults);
   const snapshots = new SnapshotService(store, host, sandboxes, creator);
   for (const service of [creator, volumes, databases.service, snapshots]) service.quotas = quotas;

@@ -11,6 +11,7 @@ import {
   type RestoreDatabaseRequest,
 } from '@warren/protocol';
 import type { DatabaseRecord } from '../store/databases';
+import { flushWal } from './move';
 import { restoreFromArchive } from './restore';
 import type { DatabaseService } from './service';
 
@@ -41,7 +42,7 @@ export class DatabaseCopies {
         'INVALID_RESTORE_TARGET',
         `target_time ${req.target_time} is in the future`,
       );
-    if (source.state === 'ready') await this.flush(source);
+    if (source.state === 'ready') await flushWal(this.dbs, source);
     const rec = this.like(source, req.label ?? `${source.label} (restored)`);
     rec.restored_to = req.target_time ?? null;
     return this.dbs.build(
@@ -75,30 +76,6 @@ export class DatabaseCopies {
         };
       },
     );
-  }
-
-  /**
-   * Ends the current WAL segment and waits until the archive has it. A backlog
-   * of WAL (after a bulk load) may take a while: the wait gives up only when
-   * nothing was archived for 60 s, as long as the archive_command waits for the host.
-   */
-  private async flush(db: DatabaseRecord): Promise<void> {
-    const pg = this.dbs.provisioner.postgres(db.sandbox_id);
-    const file = await pg.switchWal();
-    let last = '';
-    let progressAt = Date.now();
-    for (;;) {
-      await this.dbs.archiver.collect(db);
-      const now = (await this.dbs.queries.byId(db.id))?.last_archived_wal ?? '';
-      if (now >= file) return;
-      if (now !== last) [last, progressAt] = [now, Date.now()];
-      if (Date.now() - progressAt > 60_000)
-        throw new WarrenError(
-          'DATABASE_NOT_READY',
-          `WAL file ${file} was not archived: nothing was archived for 60 s (last: ${last || 'none'})`,
-        );
-      await new Promise((r) => setTimeout(r, 100));
-    }
   }
 
   /**

@@ -11,8 +11,7 @@
  */
 import type { DatabaseRecord } from '../store/databases';
 import type { DatabaseLog } from './index';
-import { fenceKey } from './provision';
-import { restoreFromArchive } from './restore';
+import { restoreOntoNewVolume } from './move';
 import type { DatabaseService } from './service';
 import { hostIds, leads } from '../hosts/router';
 
@@ -158,42 +157,9 @@ export class DatabaseWatch {
     });
   }
 
-  /**
-   * The volume is gone: restore to the last archived WAL onto a new volume.
-   * The epoch goes up first, so the lost copy, should it come back, can no
-   * longer archive under this database's id.
-   */
+  /** The volume is gone: restore to the last archived WAL onto a new volume. */
   private async restoreLost(db: DatabaseRecord): Promise<void> {
-    const epoch = db.epoch + 1;
-    await this.dbs.host.archive.put(fenceKey(db), String(epoch));
-    await this.dbs.queries.update(db.id, { epoch });
     await this.dbs.provisioner.removeVolume(db.volume_id).catch(() => undefined);
-    const made = await restoreFromArchive(
-      this.dbs.host,
-      this.dbs.queries,
-      this.dbs.provisioner,
-      db,
-      undefined,
-      {
-        orgId: db.org_id,
-        dbId: db.id,
-        password: db.password,
-        archiveTimeoutSeconds: db.archive_timeout_seconds,
-        diskMb: db.disk_mb,
-        size: { cpu: db.cpu, memoryMb: db.memory_mb },
-      },
-    );
-    await this.dbs.queries.update(db.id, {
-      sandbox_id: made.sandboxId,
-      volume_id: made.volumeId,
-      host_id: await this.dbs.provisioner.hostOf(made.volumeId),
-      state: 'ready',
-      last_base_backup_at: null,
-    });
-    await this.dbs.queries.event(
-      db.id,
-      'restored',
-      `volume lost: restored from the archive (to ${db.last_archived_wal ?? 'the base backup'}) onto a new volume, epoch ${epoch}`,
-    );
+    await restoreOntoNewVolume(this.dbs, db, 'volume lost');
   }
 }

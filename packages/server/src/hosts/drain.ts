@@ -12,7 +12,7 @@
  */
 import { newId } from '@warren/protocol';
 import type { SandboxRecord } from '../store/store';
-import { LIVE_STATES, placedText, restoreRequest, type Recovery } from './recovery';
+import { placedText, restoreRequest, type Recovery } from './recovery';
 
 const movable = (r: Recovery, s: SandboxRecord) =>
   r.sharedSnapshots &&
@@ -66,11 +66,8 @@ async function move(r: Recovery, id: string, from: string): Promise<boolean> {
   });
 }
 
-/** Moves the host's persistent sandboxes off it; returns how many moved and how many stay. */
-export async function moveOff(
-  r: Recovery,
-  hostId: string,
-): Promise<{ moved: number; stay: number }> {
+/** Moves the host's persistent sandboxes off it; returns how many moved. */
+export async function moveOff(r: Recovery, hostId: string): Promise<{ moved: number }> {
   const rows = await r.store.sandboxesOnHost(hostId, ['running', 'paused', 'hibernated']);
   let moved = 0;
   for (const row of rows) {
@@ -84,6 +81,5 @@ export async function moveOff(
     });
     if (ok) moved++;
   }
-  const stay = (await r.store.sandboxesOnHost(hostId, [...LIVE_STATES])).length;
-  return { moved, stay };
+  return { moved };
 }

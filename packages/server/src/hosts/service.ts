@@ -267,14 +267,20 @@ export class HostService {
    * to other hosts in the background (./drain.ts); the host's state_reason
    * tells the progress.
    */
+  /** Moves a drained host's databases to other hosts (set by the platform); how many moved. */
+  moveDatabases: ((hostId: string) => Promise<number>) | null = null;
+
   async drain(id: string): Promise<Host> {
     await this.get(id);
     await this.setDraining(id, 'drained by an admin: moving its persistent sandboxes');
     this.draining = this.draining
-      .then(() => moveOff(this.recovery(), id))
-      .then(({ moved, stay }) =>
-        this.setDraining(id, `drained by an admin: ${moved} moved, ${stay} left on it`),
-      )
+      .then(async () => {
+        const { moved } = await moveOff(this.recovery(), id);
+        const dbs = this.moveDatabases ? await this.moveDatabases(id) : 0;
+        const stay = (await this.store.sandboxesOnHost(id, [...LIVE_STATES])).length;
+        const what = `${moved} sandboxes and ${dbs} databases moved, ${stay} sandboxes left on it`;
+        await this.setDraining(id, `drained by an admin: ${what}`);
+      })
       .catch((err: Error) => this.o.log.warn({ host: id, err: err.message }, 'drain failed'));
     return this.get(id);
   }

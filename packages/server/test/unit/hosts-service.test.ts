@@ -185,7 +185,7 @@ for (const kind of STORE_KINDS)
       await service.drained();
       assert.equal(
         (await service.get('host_d')).state_reason,
-        'drained by an admin: 0 moved, 1 left on it',
+        'drained by an admin: 0 sandboxes and 0 databases moved, 1 sandboxes left on it',
       );
       await assert.rejects(
         service.place({ template: 'base', memoryMb: 0, pinned: { hostId: 'host_d', why: 'hint' } }),
