@@ -35,8 +35,9 @@ import { reconcile } from './sandboxes/reconcile';
 import { SandboxRegistry } from './sandboxes/registry';
 import { memoryUsedMb, reclaimSandbox, sandboxUsage } from './sandboxes/usage';
 import { createObjectStore, hostArchiveApi } from './archive';
+import { checkKey } from './archive/store';
 import { createSnapshotStore, type SnapshotStore } from './snapshots';
-import { HostVolumes, templateSeed } from './storage/host-volumes';
+import { HostVolumes, plainName, templateSeed } from './storage/host-volumes';
 import { bake } from './templates/bake';
 import { TemplateCatalog, type TemplateRecord } from './templates/catalog';
 import { ensureGuestBundle, type GuestBundle } from './templates/guest-bundle';
@@ -112,6 +113,15 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
   const captures = new Captures(ctx);
   const channelOf = (id: string) => ctx.registry.live(id).channel;
   const files = guestFiles(channelOf);
+  const objects = createObjectStore(
+    config.home,
+    config.snapshotStore.kind === 's3' ? config.snapshotStore : undefined,
+  );
+  /** An archived tar to unpack onto a new volume: its key and name checked first. */
+  const archivedTar = ({ key, to }: { key: string; to: string }) => {
+    checkKey(key);
+    return { body: () => objects.get(key), to: plainName(to) };
+  };
   const create = (req: Parameters<typeof createSandbox>[2]) => createSandbox(ctx, captures, req);
 
   return {
@@ -177,6 +187,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
         ctx.volumes.create(id, sizeMb, {
           journal: o.journal,
           seed: o.seed && (await templateSeed(ctx.catalog, o.seed)),
+          unpack: o.unpack && archivedTar(o.unpack),
         }),
       clone: (from, to) => ctx.volumes.clone(from, to),
       remove: (id) => ctx.volumes.remove(id),
@@ -184,13 +195,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       mount: (id) => ctx.volumes.ensureMounted(id),
     },
     snapshots: { delete: (snapshotId) => ctx.snapshots.delete(snapshotId) },
-    archive: hostArchiveApi(
-      createObjectStore(
-        config.home,
-        config.snapshotStore.kind === 's3' ? config.snapshotStore : undefined,
-      ),
-      files,
-    ),
+    archive: hostArchiveApi(objects, files),
     settle: () => ctx.registry.settle(),
     isLive: (id) => ctx.registry.has(id),
     templateRecord: (name) => ctx.catalog.get(name),

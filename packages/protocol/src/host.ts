@@ -313,15 +313,15 @@ export interface HostTemplateApi {
 export interface VolumeCreateOptions {
   journal?: boolean;
   seed?: { template: string; from: string; to: string };
+  unpack?: { key: string; to: string }; // an archived .tar.gz; `<to>`: 0700, owned as its entries
 }
 
 export interface HostVolumeApi {
   /**
-   * Makes a volume's file system; INSUFFICIENT_CAPACITY when the host's disk
-   * cannot hold it. `journal` for data that must survive a host crash
-   * (databases). `seed` copies a directory of a template's root onto the new
-   * volume (owners and modes kept), as `<to>` at the top of what sandboxes see:
-   * done by the host, at the speed of the host's disk.
+   * Makes a volume's file system; INSUFFICIENT_CAPACITY when the host's disk cannot hold it.
+   * `journal` for data that must survive a host crash (databases). `seed` copies a directory of
+   * a template's root (owners and modes kept), `unpack` an archived tar, as `<to>` at the top of
+   * what sandboxes see: done by the host, at the speed of the host's disk.
    */
   create(id: string, sizeMb: number, o?: VolumeCreateOptions): Promise<void>;
   remove(id: string): Promise<void>;

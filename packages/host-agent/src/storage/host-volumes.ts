@@ -12,7 +12,16 @@ import { lstat, mkdir, realpath, rm, statfs } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { TemplateCatalog } from '../templates/catalog';
 import { WarrenError } from '@warren/protocol';
-import { copyFrozen, copyTree, isMounted, makeExt4Image, mountImage, unmountTree } from './mounts';
+import type { Readable } from 'node:stream';
+import {
+  copyFrozen,
+  copyTree,
+  isMounted,
+  makeExt4Image,
+  mountImage,
+  unmountTree,
+  untarInto,
+} from './mounts';
 
 export class HostVolumes {
   constructor(readonly root: string) {}
@@ -33,7 +42,11 @@ export class HostVolumes {
   async create(
     id: string,
     sizeMb: number,
-    o: { journal?: boolean; seed?: { dir: string; to: string } } = {},
+    o: {
+      journal?: boolean;
+      seed?: { dir: string; to: string };
+      unpack?: { body: () => Promise<Readable>; to: string };
+    } = {},
   ): Promise<void> {
     await mkdir(this.root, { recursive: true, mode: 0o700 });
     const fs = await statfs(this.root).catch(() => null);
@@ -51,6 +64,7 @@ export class HostVolumes {
       await mountImage(join(dir, 'volume.img'), join(dir, 'mnt'));
       await mkdir(this.data(id), { mode: 0o755 });
       if (o.seed) await copyTree(o.seed.dir, join(this.data(id), o.seed.to));
+      if (o.unpack) await untarInto(await o.unpack.body(), join(this.data(id), o.unpack.to));
     } catch (err) {
       await this.remove(id);
       throw err;
@@ -101,6 +115,13 @@ export class HostVolumes {
   }
 }
 
+/** A name made at the top of a volume (a seed's or an unpacked archive's `to`): one plain name. */
+export function plainName(to: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(to))
+    throw new WarrenError('INVALID_REQUEST', `volume: ${to} is not a plain name`);
+  return to;
+}
+
 /**
  * Where a volume seed comes from: a directory of a ready template's root. The
  * path must be absolute and plain (no `..`), and it must be a directory in
@@ -113,7 +134,7 @@ export async function templateSeed(
   const bad = (why: string) => new WarrenError('INVALID_REQUEST', `volume seed: ${why}`);
   if (!seed.from.startsWith('/') || posix.normalize(seed.from) !== seed.from)
     throw bad(`${seed.from} is not an absolute, normal path`);
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(seed.to)) throw bad(`${seed.to} is not a plain name`);
+  plainName(seed.to);
   const t = await catalog.get(seed.template);
   const dir = join(t.rootfs, seed.from);
   const info = await lstat(dir).catch(() => null);

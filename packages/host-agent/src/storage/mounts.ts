@@ -5,8 +5,10 @@
  * writable layer (disk_mb) and for each volume. The tools are util-linux's
  * mount/umount and e2fsprogs' mkfs.ext4 (scripts/setup.sh installs them).
  */
-import { execFile } from 'node:child_process';
-import { readFile, truncate, writeFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { chown, mkdir, readFile, readdir, stat, truncate, writeFile } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { WarrenError } from '@warren/protocol';
 
@@ -43,6 +45,33 @@ export async function makeExt4Image(
 /** Copies a directory tree, owners, modes and times kept (`cp -a`). */
 export async function copyTree(from: string, to: string): Promise<void> {
   await tool('cp', ['-a', '--', from, to]);
+}
+
+/**
+ * Unpacks a gzipped tar stream into a new directory `to` (owners and modes
+ * as the tar says; as root); `to` then takes the owner of the tar's first
+ * entry and mode 0700.
+ */
+export async function untarInto(body: Readable, to: string): Promise<void> {
+  await mkdir(to, { mode: 0o700 });
+  const tar = spawn('tar', ['-xzf', '-', '--numeric-owner', '-p', '-C', to], {
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  tar.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<number | null>((resolve, reject) => {
+    tar.once('error', reject);
+    tar.once('close', resolve);
+  });
+  await pipeline(body, tar.stdin).catch(() => undefined); // tar's exit says what went wrong
+  const code = await exited;
+  if (code !== 0)
+    throw new WarrenError('INTERNAL', `tar -x into ${to} failed (${code}): ${stderr.trim()}`);
+  const first = (await readdir(to))[0];
+  if (first) {
+    const { uid, gid } = await stat(`${to}/${first}`);
+    await chown(to, uid, gid);
+  }
 }
 
 /**

@@ -36,6 +36,7 @@ export {
   PG_PORT,
   PGBOUNCER_PORT,
   DB_ROLE,
+  RESTORE_BASE,
 } from './postgres/layout';
 
 /** How long start() and stop() wait by default (crash or archive recovery can be long). */
@@ -60,7 +61,7 @@ export interface BaseBackup {
 }
 
 export interface RestoreOptions {
-  /** base.tar.gz in the sandbox (under PG_STAGING). */
+  /** base.tar.gz in the sandbox (under PG_STAGING), or the directory the host unpacked it to. */
   backup: string;
   /** A directory of archived WAL files in the sandbox (under PG_STAGING). */
   walDir: string;

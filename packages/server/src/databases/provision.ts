@@ -9,7 +9,7 @@ import type { SandboxCreator } from '../sandboxes/create';
 import type { SandboxLifecycle } from '../sandboxes/lifecycle';
 import type { DatabaseRecord } from '../store/databases';
 import { DB_TEMPLATE, GuestPostgres, PG_DATA, PG_MOUNT, PG_OUTBOX, PG_STAGING } from './postgres';
-import { SEED_DIR } from './postgres/layout';
+import { RESTORE_BASE_NAME, SEED_DIR } from './postgres/layout';
 import type { HostService } from '../hosts/service';
 
 export interface Sizing {
@@ -33,7 +33,8 @@ export class DatabaseProvisioner {
    * init takes as the new data directory): far faster than a copy made in
    * the sandbox.
    */
-  async newVolume(sizeMb: number, o: { seeded?: boolean } = {}): Promise<string> {
+  /** `unpack`: an archived base backup the host unpacks onto it as RESTORE_BASE. */
+  async newVolume(sizeMb: number, o: { seeded?: boolean; unpack?: string } = {}): Promise<string> {
     const id = newId('volume');
     // The server's sandbox follows its volume (placement pins it there).
     const placed = await this.hosts?.place({ template: DB_TEMPLATE, memoryMb: 0 });
@@ -41,6 +42,7 @@ export class DatabaseProvisioner {
     await this.host.volumes.create(id, sizeMb, {
       journal: true,
       ...(o.seeded && { seed: { template: DB_TEMPLATE, from: SEED_DIR, to: 'data.seed' } }),
+      ...(o.unpack && { unpack: { key: o.unpack, to: RESTORE_BASE_NAME } }),
     });
     return id;
   }

@@ -1,11 +1,12 @@
 /**
  * Restoring a database from the archive into a new volume and sandbox: the
- * newest base backup at or before the target, then every archived WAL file
- * after it, replayed by Postgres up to the target (or to the end).
+ * newest base backup at or before the target (unpacked onto the new volume by
+ * the host), then every archived WAL file after it, replayed by Postgres up
+ * to the target (or to the end).
  */
 import type { HostApi } from '@warren/protocol';
 import type { DatabaseQueries, DatabaseRecord } from '../store/databases';
-import { PG_STAGING } from './postgres';
+import { PG_STAGING, RESTORE_BASE } from './postgres';
 import type { DatabaseProvisioner, Sizing } from './provision';
 import { walPrefix } from './provision';
 import { planRestore } from './restore-plan';
@@ -46,15 +47,14 @@ export async function restoreFromArchive(
     targetTime,
     new Date(),
   );
-  const volumeId = await provisioner.newVolume(into.diskMb);
+  // The host unpacks the base backup onto the new volume, at its disk's speed.
+  const volumeId = await provisioner.newVolume(into.diskMb, { unpack: plan.backup.key });
   let sandboxId: string | null = null;
   try {
     const sbx = await provisioner.sandbox(into.orgId, into.dbId, volumeId, into.size);
     sandboxId = sbx.id;
     const dir = `${PG_STAGING}/restore`;
     await host.files.mkdir(sbx.id, { path: `${dir}/wal`, parents: true });
-    const backup = `${dir}/base.tar.gz`;
-    await host.archive.download(plan.backup.key, sbx.id, backup);
     for (const w of plan.wal)
       await host.archive.download(
         w.key,
@@ -62,7 +62,7 @@ export async function restoreFromArchive(
         `${dir}/wal/${w.key.slice(w.key.lastIndexOf('/') + 1)}`,
       );
     await sbx.pg.restore({
-      backup,
+      backup: RESTORE_BASE,
       walDir: `${dir}/wal`,
       ...(targetTime !== undefined && { targetTime: pgTime(targetTime) }),
       password: into.password,

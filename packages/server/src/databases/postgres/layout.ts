@@ -12,6 +12,9 @@ export const PG_DATA = '/var/lib/warren-pg/data';
 export const PG_OUTBOX = '/var/lib/warren-pg/archive-outbox';
 /** Base backups and restore inputs. */
 export const PG_STAGING = '/var/lib/warren-pg/staging';
+/** A base backup the host unpacked onto a new volume for a restore (restore.ts). */
+export const RESTORE_BASE_NAME = 'restore-base';
+export const RESTORE_BASE = `${PG_MOUNT}/${RESTORE_BASE_NAME}`;
 /** PostgreSQL on the sandbox's loopback (SCRAM over TCP, trust over the Unix socket). */
 export const PG_PORT = 5432;
 /** PgBouncer in transaction mode, in front of PG_PORT. */

@@ -227,10 +227,15 @@ tar -xzOf "$dir/base.tar.gz" --occurrence=1 backup_label
 export const RESTORE = `set -eu
 ${COMMON}
 empty_data || refuse "refusing to restore: $D is not empty"
-[ -f "$1" ] || refuse "no base backup at $1"
 rm -rf "$D.restore"
-mkdir -m 0700 "$D.restore"
-tar -xzf "$1" -C "$D.restore"
+if [ -d "$1" ]; then
+  # Unpacked by the host onto this volume: moved into place.
+  mv "$1" "$D.restore"
+else
+  [ -f "$1" ] || refuse "no base backup at $1"
+  mkdir -m 0700 "$D.restore"
+  tar -xzf "$1" -C "$D.restore"
+fi
 [ -f "$D.restore/PG_VERSION" ] || fail "$1 is not a base backup of a cluster"
 rm -f "$D.restore/postmaster.pid" "$D.restore/postmaster.opts" "$D.restore/standby.signal"
 rm -rf "$D.restore/log"
