@@ -11,6 +11,7 @@
  */
 import type { HostApi } from '@warren/protocol';
 import { removeHomes, startAgentProcess, stopAgent } from '../test/agents';
+import { joinFakeHost } from '../test/fake-hosts';
 import { exec, startTestPlatform } from '../test/fixture';
 import { startS3 } from '../test/s3';
 import { waitFor } from '../test/wait';
@@ -40,21 +41,13 @@ try {
   const candidates: PlacementCandidate[] = [];
   for (let i = 0; i < HOSTS; i++) {
     const id = `host_sim${String(i).padStart(4, '0')}`;
-    await hosts.queries.insert({
-      id,
-      url: 'http://127.0.0.1:9',
-      credential: 'x',
-      state: 'active',
-      epoch: 1,
-      lease_expires_at: Date.now() + 3_600_000,
-      joined_at: new Date().toISOString(),
-      last_heartbeat_at: null,
-      capacity: JSON.stringify({ ...capacity, memory_used_mb: i % 97 }),
-      info: JSON.stringify({ version: 'sim', templates: ['base'] }),
-      state_reason: 'simulated',
-    });
     // Connected as far as the router knows: placement only reads, it never calls them.
-    hosts.router.connect({ id, close: async () => undefined } as unknown as HostApi);
+    await joinFakeHost(hosts, { id, close: async () => undefined } as unknown as HostApi, {
+      capacity: { ...capacity, memory_used_mb: i % 97 },
+      templates: ['base'],
+      version: 'sim',
+      reason: 'simulated',
+    });
     candidates.push({
       id,
       state: 'active',

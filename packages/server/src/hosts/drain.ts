@@ -11,14 +11,13 @@
  * the host) and every sandbox when snapshots are not shared.
  */
 import { newId } from '@warren/protocol';
+import { movesBetweenHosts } from '../sandboxes/lifecycle';
 import type { SandboxRecord } from '../store/store';
 import { placedText, restoreRequest, type Recovery } from './recovery';
 
 const movable = (r: Recovery, s: SandboxRecord) =>
   r.sharedSnapshots &&
-  s.persistent === 1 &&
-  s.volumes.length === 0 &&
-  !('warren.database' in s.metadata) &&
+  movesBetweenHosts(s) &&
   (s.state === 'running' || s.state === 'paused' || s.state === 'hibernated');
 
 async function move(r: Recovery, id: string, from: string): Promise<boolean> {

@@ -8,7 +8,7 @@
  * with the reason. Each outcome is a state change in the sandbox's events.
  */
 import type { HostCreateRequest } from '@warren/protocol';
-import type { SandboxLifecycle } from '../sandboxes/lifecycle';
+import { movesBetweenHosts, type SandboxLifecycle } from '../sandboxes/lifecycle';
 import { decodeSnapshot } from '../store/records';
 import type { SandboxRecord, Store } from '../store/store';
 import type { Placement, PlacementRequest } from './placement';
@@ -75,7 +75,7 @@ async function restoreElsewhere(
   sbx: SandboxRecord,
   why: string,
 ): Promise<string | null> {
-  if (!r.sharedSnapshots || sbx.persistent !== 1 || sbx.volumes.length > 0) return null;
+  if (!r.sharedSnapshots || !movesBetweenHosts(sbx)) return null;
   const source = await sourceOf(r.store, sbx);
   if (!source) return null;
   const placement = await r.place({ template: source.template, memoryMb: sbx.memory_mb });

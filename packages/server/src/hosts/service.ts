@@ -262,14 +262,14 @@ export class HostService {
     return host;
   }
 
-  /**
-   * New sandboxes stop going to the host, and its persistent sandboxes move
-   * to other hosts in the background (./drain.ts); the host's state_reason
-   * tells the progress.
-   */
   /** Moves a drained host's databases to other hosts (set by the platform); how many moved. */
   moveDatabases: ((hostId: string) => Promise<number>) | null = null;
 
+  /**
+   * New sandboxes stop going to the host, and its persistent sandboxes, then
+   * its databases, move to other hosts in the background (./drain.ts,
+   * ../databases/move.ts); the host's state_reason tells the progress.
+   */
   async drain(id: string): Promise<Host> {
     await this.get(id);
     await this.setDraining(id, 'drained by an admin: moving its persistent sandboxes');

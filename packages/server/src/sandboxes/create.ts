@@ -148,11 +148,9 @@ export class SandboxCreator {
    * Records a new sandbox and has its host restore it, in one call that also
    * checks the template, sizes and network policy; on failure nothing of it
    * remains. Until the host answers, the record (state `creating`) holds the
-   * requested sizes, 0 where the template's default will apply.
-   */
-  /**
-   * `refusedBy`: hosts that placement chose but that refused the sandbox
-   * (INSUFFICIENT_CAPACITY, their last report was behind); placement then
+   * requested sizes, 0 where the template's default will apply. `refusedBy`:
+   * hosts that placement chose but that refused the sandbox
+   * (INSUFFICIENT_CAPACITY: their last report was behind); placement then
    * tries the others, until none fits.
    */
   async launch(orgId: string, o: LaunchOptions, refusedBy: string[] = []): Promise<Sandbox> {

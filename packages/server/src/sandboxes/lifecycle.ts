@@ -31,6 +31,14 @@ const TRANSITIONS = {
 
 export type Transition = keyof typeof TRANSITIONS;
 
+/**
+ * Whether a sandbox can go to another host as an image (a drain, a lost
+ * host): persistent, without named volumes (they stay on their host), not a
+ * database's server (its database moves by its archive).
+ */
+export const movesBetweenHosts = (row: SandboxRecord) =>
+  row.persistent === 1 && row.volumes.length === 0 && !('warren.database' in row.metadata);
+
 export class SandboxLifecycle {
   /** One lifecycle change at a time per sandbox: concurrent requests wait for it. */
   private readonly locks = new Map<string, Promise<unknown>>();
@@ -174,11 +182,7 @@ export class SandboxLifecycle {
    */
   async hibernateOn(host: HostSandboxApi, row: SandboxRecord): Promise<void> {
     await this.dropImage(row);
-    const share =
-      this.config.snapshotStore.kind === 's3' &&
-      row.persistent === 1 &&
-      row.volumes.length === 0 &&
-      !('warren.database' in row.metadata);
+    const share = this.config.snapshotStore.kind === 's3' && movesBetweenHosts(row);
     const imageId = share ? newId('snapshot') : undefined;
     const { shared } = await host.hibernate(row.id, imageId ? { image_id: imageId } : {});
     if (imageId && shared) await this.store.updateSandbox(row.id, { image_id: imageId });
@@ -189,6 +193,11 @@ export class SandboxLifecycle {
     if (!row.image_id) return;
     await this.store.updateSandbox(row.id, { image_id: null });
     await this.host.snapshots.delete(row.image_id).catch(() => undefined);
+  }
+
+  private async dropImageOf(id: string): Promise<void> {
+    const row = await this.store.getSandboxById(id);
+    if (row) await this.dropImage(row);
   }
 
   /** Counts the end of a long operation (an exec that ran for minutes) as activity too. */
@@ -257,8 +266,7 @@ export class SandboxLifecycle {
    * host (it cannot answer; fenced, it destroys the sandbox itself).
    */
   async lost(id: string, reason: string): Promise<void> {
-    const row = await this.store.getSandboxById(id);
-    if (row) await this.dropImage(row);
+    await this.dropImageOf(id);
     await this.volumes.detach(id);
     await this.store.setState(id, 'stopped', reason, {
       stopped_at: isoIn(this.clock),
@@ -269,8 +277,7 @@ export class SandboxLifecycle {
   /** Removes a sandbox from its host and records it stopped. */
   async stopped(id: string, reason: string): Promise<void> {
     await this.host.sandboxes.destroy(id);
-    const row = await this.store.getSandboxById(id);
-    if (row) await this.dropImage(row);
+    await this.dropImageOf(id);
     await this.volumes.detach(id);
     await this.store.setState(id, 'stopped', reason, {
       stopped_at: isoIn(this.clock),

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { WarrenError, type HostApi } from '@warren/protocol';
+import { joinFakeHost } from '../../../../test/fake-hosts';
 import { TEMPLATE, errorOf, start, useFakeTemplates, type Fx, type Json } from './fake-platform';
 
 useFakeTemplates();
@@ -31,27 +32,18 @@ describe('placement after a refusal (fake driver)', () => {
   before(async () => {
     home = mkdtempSync('/tmp/wl-');
     fx = await start(home);
-    const hosts = fx.p.context.hosts;
-    await hosts.queries.insert({
-      id: 'host_full',
-      url: 'http://127.0.0.1:9',
-      credential: 'x',
-      state: 'active',
-      epoch: 1,
-      lease_expires_at: Date.now() + 3_600_000,
-      joined_at: new Date().toISOString(),
-      last_heartbeat_at: null,
-      // It says it has far more room than the local host (1000 MiB): placement picks it first.
-      capacity: JSON.stringify({
+    // It says it has far more room than the local host (1000 MiB): placement picks it first.
+    await joinFakeHost(fx.p.context.hosts, refusing, {
+      capacity: {
         memory_budget_mb: 64_000,
         memory_reserved_mb: 0,
         memory_used_mb: 0,
         sandboxes: 0,
-      }),
-      info: JSON.stringify({ version: 'test', templates: [TEMPLATE] }),
-      state_reason: '',
+      },
+      templates: [TEMPLATE],
+      version: 'test',
+      reason: '',
     });
-    hosts.router.connect(refusing);
   });
   after(async () => {
     try {
