@@ -61,6 +61,8 @@ export async function startAgentProcess(o: {
   listen?: string;
   advertise?: string;
   s3: S3StoreConfig;
+  /** Its own templates directory (default: the checkout's, shared with the control plane). */
+  templatesDir?: string;
 }): Promise<AgentProcess> {
   const home = o.home ?? mkdtempSync('/tmp/wag-');
   const args = [WARREN, 'agent', '--control-plane', o.controlPlane, '--host-id', o.hostId];
@@ -72,7 +74,7 @@ export async function startAgentProcess(o: {
     env: {
       ...process.env,
       WARREN_HOME: home,
-      WARREN_TEMPLATES_DIR: TEMPLATES_DIR,
+      WARREN_TEMPLATES_DIR: o.templatesDir ?? TEMPLATES_DIR,
       WARREN_RUNSC: RUNSC,
       WARREN_MEMORY_BUDGET_MB: '4096',
       WARREN_DESTROY_ON_CLOSE: '1',

@@ -24,13 +24,13 @@ import type {
   RenameRequest,
   SignalRequest,
   StdinRequest,
-  Template,
-  TemplateBuildRequest,
-  TemplateImageQuery,
   WriteResult,
 } from './api';
 import type { GuestProcessStart, GuestPtyStart } from './guest';
+import type { HostTemplateApi } from './host-templates';
 import type { EgressSecret, NetworkPolicy } from './network';
+
+export type { BuildProgress, HostTemplateApi } from './host-templates';
 
 /** A sandbox's egress policy and the secrets its requests get on the way out. */
 export interface SandboxNetwork {
@@ -282,32 +282,6 @@ export interface HostFileApi {
     path: string,
     o: { recursive: boolean; signal?: AbortSignal },
   ): Promise<AsyncIterable<FileWatchEvent>>;
-}
-
-/** A log line of a template build; `step` is 1-based. */
-export type BuildProgress = (line: string, step?: number) => void;
-
-export interface HostTemplateApi {
-  list(): Promise<Template[]>;
-  /** null when there is no such template. */
-  get(name: string): Promise<Template | null>;
-  /** Builds what is missing of built-in templates and bakes stale snapshots (at start). */
-  ensure(names: string[], progress: BuildProgress): Promise<void>;
-  build(req: TemplateBuildRequest, progress: BuildProgress): Promise<Template>;
-  /** Checks that an image upload may start (name free) before its bytes are read. */
-  checkNew(name: string): Promise<void>;
-  /** Builds from an uploaded image (OCI layout or `docker save` tar, optionally gzipped). */
-  buildFromImage(
-    name: string,
-    image: Readable,
-    o: TemplateImageQuery,
-    progress: BuildProgress,
-  ): Promise<Template>;
-  /** Whether a rebuild repeats a recipe or image build (and so replaces the template's root). */
-  rebuildReplacesRoot(name: string): Promise<boolean>;
-  rebuild(name: string, progress: BuildProgress): Promise<Template>;
-  /** Removes a template; TEMPLATE_IN_USE while it is being built. */
-  remove(name: string): Promise<void>;
 }
 
 export interface VolumeCreateOptions {

@@ -96,6 +96,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
   const host = new HostRouter(local, store);
   const leadership = new Leadership(store.db, config.leaderRetryMs);
   host.leads = () => leadership.leads();
+  host.sharesTemplates = config.snapshotStore.kind === 's3';
   webhooks.dispatcher.leads = host.leads;
   metrics = new Metrics(store, host);
   const sampler = new UsageSampler(store, host, config.usageSampleMs, config.usageRetentionSeconds);

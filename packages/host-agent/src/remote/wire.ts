@@ -31,7 +31,7 @@ export const PLAIN_CALLS: Record<string, readonly string[]> = {
   pty: ['create', 'list', 'get', 'resize', 'kill'],
   code: ['createContext', 'listContexts', 'restartContext', 'deleteContext', 'interrupt'],
   files: ['list', 'stat', 'mkdir', 'rename', 'remove'],
-  templates: ['list', 'get', 'checkNew', 'rebuildReplacesRoot', 'remove'],
+  templates: ['list', 'get', 'checkNew', 'rebuildReplacesRoot', 'remove', 'publish', 'fetch'],
   volumes: ['create', 'remove', 'usedBytes', 'mount', 'clone'],
   snapshots: ['delete'],
   archive: ['collect', 'upload', 'download', 'put', 'get', 'list', 'remove'],

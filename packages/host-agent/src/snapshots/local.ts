@@ -137,6 +137,9 @@ export class LocalSnapshotStore implements SnapshotStore {
     });
   }
 
+  /** The local store is the store itself: nothing to drop. */
+  async evict(): Promise<void> {}
+
   /** Removes blobs that no manifest refers to. */
   async collect(): Promise<void> {
     const refs = await this.referenced();

@@ -232,6 +232,14 @@ export class S3SnapshotStore implements SnapshotStore {
     }
   }
 
+  has(id: string): Promise<boolean> {
+    return this.exists(this.key('manifests', `${id}.json`));
+  }
+
+  evict(id: string): Promise<void> {
+    return this.cache.delete(id);
+  }
+
   localBytes(): Promise<number> {
     return this.cache.localBytes();
   }

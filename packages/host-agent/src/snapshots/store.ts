@@ -31,6 +31,10 @@ export interface SnapshotStore {
   materialize<M>(id: string, dir: string): Promise<SnapshotManifest<M>>;
   /** Forgets the snapshot and frees every file no other snapshot refers to. */
   delete(id: string): Promise<void>;
+  /** Whether the store holds a snapshot (S3: the bucket does, whatever this host caches). */
+  has(id: string): Promise<boolean>;
+  /** Drops this host's cached copy of a snapshot (S3: the bucket keeps it; local: nothing). */
+  evict(id: string): Promise<void>;
   /** Bytes this host's store holds (files shared by snapshots counted once). */
   localBytes(): Promise<number>;
 }

@@ -164,6 +164,8 @@ export interface TemplateRecord extends Template {
   snapshot: string;
   guest_key: string;
   runtime_version: string;
+  /** The image in the shared snapshot store it was fetched from (share.ts). */
+  published?: string;
 }
 
 async function duBytes(dir: string): Promise<number> {
@@ -340,6 +342,12 @@ export class TemplateCatalog {
     const dir = this.dir(rec.name);
     await writeFile(join(dir, 'template.json.tmp'), JSON.stringify(rec, null, 2));
     await rename(join(dir, 'template.json.tmp'), join(dir, 'template.json'));
+  }
+
+  /** Writes the record of a template whose root and snapshot were put in place (fetched). */
+  async install(rec: TemplateRecord): Promise<TemplateRecord> {
+    await this.writeRecord(rec);
+    return rec;
   }
 
   /** Shows a template as `building` while its first build runs (creates get TEMPLATE_NOT_READY). */

@@ -28,10 +28,11 @@ import {
 } from './catalog';
 import { buildHint } from './official';
 import { TemplateBuilder, type BuildHost } from './builder';
+import { fetchTemplate, publishTemplate, sharedImageId } from './share';
 
 /** The API view of a template: its host-side paths and build keys stay internal. */
 function toApi(t: TemplateRecord): Template {
-  const { rootfs, snapshot, guest_key, runtime_version, builder_pid, ...api } = t;
+  const { rootfs, snapshot, guest_key, runtime_version, builder_pid, published, ...api } = t;
   const recipe = officialRecipe(t.name);
   if (!recipe || (t.source ?? 'builtin') !== 'builtin') return api;
   return { ...api, description: recipe.description, build: buildHint(t.name) };
@@ -98,6 +99,7 @@ async function saveUpload(body: Readable, file: string): Promise<void> {
 export function hostTemplateApi(ctx: HostContext, host: BuildHost): HostTemplateApi {
   const builder = new TemplateBuilder(host);
   const catalog = ctx.catalog;
+  const fetching = new Map<string, Promise<TemplateRecord>>();
   return {
     list: () => listAll(catalog),
     async get(name) {
@@ -158,7 +160,8 @@ export function hostTemplateApi(ctx: HostContext, host: BuildHost): HostTemplate
       return toApi(await ensureBuiltin(ctx, name, progress, { force: true }));
     },
     async remove(name) {
-      if (!(await catalog.read(name))) {
+      const rec = await catalog.read(name);
+      if (!rec) {
         if (officialRecipe(name))
           throw new WarrenError('TEMPLATE_NOT_BUILT', `official template ${name} is not built`);
         throw notFound(name);
@@ -166,6 +169,19 @@ export function hostTemplateApi(ctx: HostContext, host: BuildHost): HostTemplate
       if (builder.isBuilding(name))
         throw new WarrenError('TEMPLATE_IN_USE', `template ${name} is being built`);
       await catalog.remove(name);
+      // Its image in the shared store goes too (the one it came from, or its own build's).
+      if (ctx.snapshots.kind === 's3')
+        await ctx.snapshots.delete(rec.published ?? sharedImageId(rec)).catch(() => undefined);
+    },
+    publish: (name) => publishTemplate(ctx, name),
+    async fetch(name, imageId) {
+      // Creates placed here at once wait for one fetch.
+      let f = fetching.get(name);
+      if (!f) {
+        f = fetchTemplate(ctx, name, imageId).finally(() => fetching.delete(name));
+        fetching.set(name, f);
+      }
+      return toApi(await f);
     },
   };
 }

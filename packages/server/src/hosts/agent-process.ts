@@ -87,6 +87,17 @@ async function identity(o: AgentOptions, home: string): Promise<Identity> {
   return id;
 }
 
+/**
+ * The built-in templates an agent builds at start: with a shared store, only
+ * those it has (to bake them again when stale); the others it fetches from a
+ * host that has them when a sandbox is first placed here (router.ts).
+ */
+async function templatesToBuild(agent: LocalHostAgent, config: Config): Promise<string[]> {
+  if (config.snapshotStore.kind !== 's3') return config.templates;
+  const here = await Promise.all(config.templates.map((n) => agent.templates.get(n)));
+  return config.templates.filter((_, i) => here[i] && here[i].state !== 'not_built');
+}
+
 export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
   const log = o.log ?? ((line: string) => console.log(`[warren agent] ${line}`));
   const base = loadConfig(process.env, o.config ?? {});
@@ -99,7 +110,7 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
     onEgressEvent: (sandboxId, e) => server?.emitEgress(sandboxId, e),
   });
   try {
-    await agent.templates.ensure(config.templates, log);
+    await agent.templates.ensure(await templatesToBuild(agent, config), log);
     server = await serveHostApi(agent, {
       credential: id.credential,
       listen: o.listen ?? { host: '127.0.0.1', port: 0 },

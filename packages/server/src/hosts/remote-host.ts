@@ -137,6 +137,8 @@ function templateApi(rpc: HostRpc): HostTemplateApi {
     rebuildReplacesRoot: (...a) => c('rebuildReplacesRoot', a),
     rebuild: (name, progress) => p('rebuild', [name], progress),
     remove: (...a) => c('remove', a),
+    publish: (...a) => c('publish', a),
+    fetch: (...a) => c('fetch', a),
   };
 }
 

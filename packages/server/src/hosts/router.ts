@@ -43,6 +43,11 @@ export class HostRouter implements HostApi {
   private readonly placed = new Map<string, string>();
   /** Whether this control plane leads the shared background work (set by the platform). */
   leads: () => boolean = () => true;
+  /** Whether hosts share templates through the snapshot store (an S3 store; set by the platform). */
+  sharesTemplates = false;
+  private readonly sharing = new Map<string, Promise<void>>();
+  /** `<host>\n<template>` seen ready (forgotten when the template is removed). */
+  private readonly hasTemplate = new Set<string>();
   /** Once an agent has joined, every call looks up its sandbox's host (it may be gone). */
   private joined = false;
 
@@ -63,6 +68,7 @@ export class HostRouter implements HostApi {
   async disconnect(id: string): Promise<void> {
     const host = this.remote.get(id);
     this.remote.delete(id);
+    for (const key of this.hasTemplate) if (key.startsWith(`${id}\n`)) this.hasTemplate.delete(key);
     await host?.close().catch(() => undefined);
   }
 
@@ -162,6 +168,7 @@ export class HostRouter implements HostApi {
     create: async (req) => {
       const host = await this.ofSandbox(req.id);
       try {
+        await this.shareTemplate(host, req.template);
         return await host.sandboxes.create(req);
       } finally {
         this.placed.delete(req.id);
@@ -192,8 +199,10 @@ export class HostRouter implements HostApi {
   readonly files = bySandbox<HostApi['files']>((id) => this.ofSandbox(id).then((h) => h.files));
 
   /**
-   * Templates: each host builds its own (an agent builds the built-in ones
-   * when it starts); listings merge, the local host's record first.
+   * Templates: builds run on the control plane's own host (an agent builds
+   * the built-in ones it lacks when it starts); other hosts fetch them through
+   * the shared store when a sandbox is placed there (shareTemplate). Listings
+   * merge, the local host's record first.
    */
   readonly templates: HostTemplateApi = {
     list: async () => {
@@ -222,11 +231,54 @@ export class HostRouter implements HostApi {
       for (const h of this.remote.values())
         if (await h.templates.get(name).catch(() => null)) await h.templates.remove(name);
       await this.local.templates.remove(name);
+      for (const key of this.hasTemplate)
+        if (key.endsWith(`\n${name}`)) this.hasTemplate.delete(key);
     },
+    publish: (name) => this.local.templates.publish(name),
+    fetch: (name, imageId) => this.local.templates.fetch(name, imageId),
   };
 
+  /**
+   * Before a sandbox or a seeded volume is made on a host that lacks its
+   * template: with a shared store, a host that has it publishes it there (once
+   * per build) and this host fetches it. Without one, or when no host has it,
+   * the create goes on and fails with the host's own error.
+   */
+  private async shareTemplate(to: HostApi, name: string): Promise<void> {
+    if (!this.sharesTemplates || !this.joined) return;
+    const key = `${to.id}\n${name}`;
+    let sharing = this.sharing.get(key);
+    if (!sharing) {
+      sharing = this.fetchOnto(to, name).finally(() => this.sharing.delete(key));
+      this.sharing.set(key, sharing);
+    }
+    await sharing;
+  }
+
+  private async fetchOnto(to: HostApi, name: string): Promise<void> {
+    const key = `${to.id}\n${name}`;
+    if (this.hasTemplate.has(key)) return;
+    if ((await to.templates.get(name))?.state !== 'ready') {
+      const from = await this.withTemplate(to, name);
+      if (!from) return;
+      await to.templates.fetch(name, await from.templates.publish(name));
+    }
+    this.hasTemplate.add(key);
+  }
+
+  /** Another host that has the template ready. */
+  private async withTemplate(not: HostApi, name: string): Promise<HostApi | null> {
+    for (const h of this.all())
+      if (h !== not && (await h.templates.get(name).catch(() => null))?.state === 'ready') return h;
+    return null;
+  }
+
   readonly volumes: HostVolumeApi = {
-    create: async (id, sizeMb, o) => (await this.ofVolume(id)).volumes.create(id, sizeMb, o),
+    create: async (id, sizeMb, o) => {
+      const host = await this.ofVolume(id);
+      if (o?.seed) await this.shareTemplate(host, o.seed.template);
+      return host.volumes.create(id, sizeMb, o);
+    },
     remove: async (id) => {
       await (await this.ofVolume(id)).volumes.remove(id);
       this.volumeHosts.delete(id);

@@ -334,6 +334,10 @@ export class HostService {
       templates: h.templates,
       sandboxes: h.sandboxes,
     }));
-    return place(candidates, req);
+    // With a shared store a host lacking the template fetches it from one that has it.
+    const fetchable =
+      this.o.sharedSnapshots &&
+      candidates.some((c) => c.connected && c.templates.includes(req.template));
+    return place(candidates, { ...req, fetchable: req.fetchable ?? fetchable });
   }
 }

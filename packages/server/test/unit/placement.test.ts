@@ -37,6 +37,30 @@ describe('placement', () => {
     assert.match(p.reason, /placed on b: 3 of 3 hosts fit; fewest sandboxes \(1\), 4096 MiB free/);
   });
 
+  it('with a shared store, takes hosts without the template too (they fetch it), after those with it', () => {
+    const hosts = [
+      host('notpl', { templates: [], capacity: cap(0) }),
+      host('has', { capacity: cap(500) }),
+    ];
+    assert.throws(() => place([hosts[0]!], { ...req, fetchable: false }), {
+      code: 'INSUFFICIENT_CAPACITY',
+    });
+    const only = place([hosts[0]!], { ...req, fetchable: true });
+    assert.equal(only.hostId, 'notpl');
+    assert.match(only.reason, /fetches template base from the shared store$/);
+    // Equal sandboxes: the one with the template wins, though the other has more memory free.
+    assert.equal(place(hosts, { ...req, fetchable: true }).hostId, 'has');
+    // Fewer sandboxes still come first.
+    const spread = [hosts[0]!, host('has', { sandboxes: 3 })];
+    assert.equal(place(spread, { ...req, fetchable: true }).hostId, 'notpl');
+    const pinned = place(hosts, {
+      ...req,
+      fetchable: true,
+      pinned: { hostId: 'notpl', why: 'asked for by an admin' },
+    });
+    assert.match(pinned.reason, /^placed on notpl: asked for by an admin; fetches template base/);
+  });
+
   it('filters hosts that are draining, lost, not connected, lack the template or memory', () => {
     const hosts = [
       host('drain', { state: 'draining' }),

@@ -1,0 +1,117 @@
+/**
+ * Templates shared through the snapshot store: with an S3 store, a template
+ * is built once, on one host, and the other hosts fetch it instead of
+ * building it again. The image holds the root file system as one tar file
+ * (`rootfs.tar`, owners and modes kept) beside the files of the baked
+ * snapshot, and the template's record as its meta. Each host keeps its own
+ * unpacked copy; the tar is not kept in either host's cache afterwards.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFile, link, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { WarrenError } from '@warren/protocol';
+import type { HostContext } from '../context';
+import type { TemplateRecord } from './catalog';
+
+const run = promisify(execFile);
+const ROOTFS_TAR = 'rootfs.tar';
+const TAR_FLAGS = ['--numeric-owner', '--xattrs', '--xattrs-include=*'];
+
+/** What travels with the image: the record without this host's paths. */
+type SharedRecord = Omit<TemplateRecord, 'rootfs' | 'snapshot' | 'builder_pid' | 'published'>;
+
+/** The image id of one build of a template (a rebuild gets another). */
+export function sharedImageId(rec: TemplateRecord): string {
+  const build = createHash('sha256')
+    .update(`${rec.id}\n${rec.built_at}\n${rec.guest_key}\n${rec.runtime_version}`)
+    .digest('hex')
+    .slice(0, 16);
+  return `template-${rec.name}-${build}`;
+}
+
+function needsSharedStore(ctx: HostContext): void {
+  if (ctx.snapshots.kind !== 's3')
+    throw new WarrenError(
+      'INVALID_STATE',
+      'templates are shared between hosts only through an S3 snapshot store (WARREN_SNAPSHOT_STORE=s3)',
+    );
+}
+
+/** Puts a ready template into the store, unless this build is there already. */
+export async function publishTemplate(ctx: HostContext, name: string): Promise<string> {
+  needsSharedStore(ctx);
+  const rec = await ctx.catalog.get(name);
+  const id = sharedImageId(rec);
+  if (await ctx.snapshots.has(id)) return id;
+  const dir = join(ctx.scratchDir, `publish-${id}`);
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  try {
+    await run('tar', ['-C', rec.rootfs, ...TAR_FLAGS, '-cf', join(dir, ROOTFS_TAR), '.']);
+    for (const f of await readdir(rec.snapshot)) {
+      const [from, to] = [join(rec.snapshot, f), join(dir, f)];
+      await link(from, to).catch(() => copyFile(from, to)); // another file system: a copy
+    }
+    const { rootfs, snapshot, builder_pid, published, ...shared } = rec;
+    await ctx.snapshots.put<SharedRecord>(id, dir, shared);
+    await ctx.snapshots.evict(id);
+    return id;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Installs a template from the store: its root unpacked, its snapshot, then its record. */
+export async function fetchTemplate(
+  ctx: HostContext,
+  name: string,
+  imageId: string,
+): Promise<TemplateRecord> {
+  needsSharedStore(ctx);
+  const here = await ctx.catalog.read(name);
+  if (here?.state === 'ready') return here;
+  if (here) throw new WarrenError('TEMPLATE_NOT_READY', `template ${name} is ${here.state} here`);
+  // Beside the templates, so that its snapshot moves into place by a rename.
+  const dir = join(ctx.catalog.root, '.fetch', imageId);
+  const target = ctx.catalog.dir(name);
+  await rm(dir, { recursive: true, force: true });
+  try {
+    const { meta } = await ctx.snapshots.materialize<SharedRecord>(imageId, dir);
+    if (meta.name !== name)
+      throw new WarrenError('INVALID_REQUEST', `image ${imageId} is template ${meta.name}`);
+    const guest = await ctx.guestBundle();
+    if (meta.guest_key !== guest.key || meta.runtime_version !== ctx.runtimeVersion)
+      throw new WarrenError(
+        'TEMPLATE_NOT_READY',
+        `template ${name} was baked by another release (${meta.runtime_version}); ` +
+          `this host runs ${ctx.runtimeVersion}: build it here with POST /v1/templates/${name}/rebuild`,
+      );
+    await rm(target, { recursive: true, force: true });
+    await mkdir(join(target, 'rootfs.fetch'), { recursive: true });
+    await run('tar', [
+      '-C',
+      join(target, 'rootfs.fetch'),
+      ...TAR_FLAGS,
+      '-xpf',
+      join(dir, ROOTFS_TAR),
+    ]);
+    await rm(join(dir, ROOTFS_TAR));
+    await rename(join(target, 'rootfs.fetch'), join(target, 'rootfs'));
+    await rename(dir, join(target, 'snapshot'));
+    await ctx.snapshots.evict(imageId);
+    // The record last: until it is written the template is not on this host.
+    return await ctx.catalog.install({
+      ...meta,
+      rootfs: join(target, 'rootfs'),
+      snapshot: join(target, 'snapshot'),
+      published: imageId,
+    });
+  } catch (err) {
+    await rm(target, { recursive: true, force: true });
+    throw err;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
