@@ -138,6 +138,45 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
     await p.host.files.remove(sbx, '/var/lib/warren-pg/archive-outbox/stale', false);
   });
 
+  it('restores a database lost before its first base backup from the seed and its whole archive', async () => {
+    const db = await createDatabase(p, { label: 'lost-early' });
+    made.push(db.id);
+    // The state of a database whose host is lost right after create: no base backup yet.
+    // (The one taken in the background is forgotten once it is done.)
+    await waitFor(
+      async () => (await p.json<Database>(`/v1/databases/${db.id}`)).archive.last_base_backup_at,
+      { what: 'first base backup', timeoutMs: 60_000, intervalMs: 200 },
+    );
+    await p.context.store.db
+      .deleteFrom('database_backups')
+      .where('database_id', '=', db.id)
+      .execute();
+    await withClient(p, db.connection_url, async (c) => {
+      await c.query('CREATE TABLE kept (n int)');
+      await c.query('INSERT INTO kept SELECT generate_series(1, 700)');
+    });
+    await archiveNow(p, db);
+    const rec = (await p.context.databases.service.queries.byId(db.id))!;
+    await p.host.driver.kill(db.sandbox_id);
+    const volumeDir = join(p.home, 'volumes', rec.volume_id);
+    unmountBelow(volumeDir);
+    rmSync(volumeDir, { recursive: true, force: true });
+    const back = await waitFor(
+      async () => {
+        const v = await p.json<Database>(`/v1/databases/${db.id}`);
+        return v.state === 'ready' && v.archive.epoch === 2 ? v : null;
+      },
+      { what: 'the database restored under epoch 2', timeoutMs: 120_000, intervalMs: 300 },
+    );
+    const n = await withClient(p, back.connection_url, (c) =>
+      c.query('SELECT count(*)::int AS n, max(n)::int AS top FROM kept'),
+    );
+    assert.deepEqual([n.rows[0].n, n.rows[0].top], [700, 700]);
+    const restored = (await events(db.id)).filter((e) => e.kind === 'restored');
+    assert.match(restored.at(-1)!.message, /the seed cluster: no base backup yet/);
+    await withClient(p, back.connection_url, (c) => c.query('INSERT INTO kept VALUES (701)'));
+  });
+
   it('scales an idle database to zero and wakes it on connect, data intact', async () => {
     const db = await createDatabase(p, { label: 'sleepy', scale_to_zero_seconds: 2 });
     made.push(db.id);
@@ -145,11 +184,15 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
       await c.query('CREATE TABLE s (v text)');
       await c.query(`INSERT INTO s VALUES ('before sleep')`);
     });
-    // An open connection, even idle in a transaction, keeps it awake.
+    // An open connection, even idle in a transaction, keeps it awake; the front door records
+    // it in the store while it stays open (how other control planes see it).
+    const queries = p.context.databases.service.queries;
     await withClient(p, db.connection_url, async (c) => {
       await c.query('BEGIN');
+      const opened = (await queries.byId(db.id))!.last_connection_at!;
       await new Promise((r) => setTimeout(r, 3000));
       assert.equal((await p.json<Database>(`/v1/databases/${db.id}`)).state, 'ready');
+      assert.ok((await queries.byId(db.id))!.last_connection_at! > opened);
       await c.query('COMMIT');
     });
     await waitForState(p, db.id, 'hibernated', 30_000);
@@ -160,6 +203,18 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
     assert.equal((await p.json<Database>(`/v1/databases/${db.id}`)).state, 'ready');
     const kinds = (await events(db.id)).map((e) => e.kind);
     assert.ok(kinds.includes('hibernated') && kinds.includes('woken'), kinds.join(','));
+
+    // A client of another control plane (its front door records it in the store, as above)
+    // keeps it awake too, with no connection through this one.
+    const other = setInterval(() => {
+      void queries.update(db.id, { last_connection_at: new Date().toISOString() });
+    }, 300);
+    try {
+      await new Promise((r) => setTimeout(r, 4000));
+      assert.equal((await p.json<Database>(`/v1/databases/${db.id}`)).state, 'ready');
+    } finally {
+      clearInterval(other);
+    }
 
     // Its sandbox is lost while it sleeps: a connection is told it recovers, and the server
     // starts again on its volume with the data; it never stays a hibernated database

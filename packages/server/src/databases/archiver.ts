@@ -127,7 +127,9 @@ export class DatabaseArchiver {
     return last;
   }
 
-  private async backupInBackground(db: DatabaseRecord): Promise<void> {
+  /** A base backup unless one of this database runs already (the first one, at create, too). */
+  async backupInBackground(db: DatabaseRecord): Promise<void> {
+    if (this.backingUp.has(db.id)) return;
     this.backingUp.add(db.id);
     try {
       await this.baseBackup(db);

@@ -61,6 +61,7 @@ export async function createDatabases(
     log,
   });
   service.connections = (id) => frontDoor.connections(id);
+  service.connected = () => frontDoor.databases();
   return {
     service,
     copies: new DatabaseCopies(service),

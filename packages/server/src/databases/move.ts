@@ -70,10 +70,11 @@ export async function restoreOntoNewVolume(
     state: 'ready',
     last_base_backup_at: null,
   });
+  const from = made.fromSeed ? 'the seed cluster: no base backup yet' : 'its last base backup';
   await dbs.queries.event(
     db.id,
     'restored',
-    `${why}: restored from the archive (to ${db.last_archived_wal ?? 'the base backup'}) onto a new volume on ${hostId}, epoch ${epoch}`,
+    `${why}: restored from the archive (${from}, to ${db.last_archived_wal ?? 'its start'}) onto a new volume on ${hostId}, epoch ${epoch}`,
   );
 }
 

@@ -9,7 +9,7 @@ import type { SandboxCreator } from '../sandboxes/create';
 import type { SandboxLifecycle } from '../sandboxes/lifecycle';
 import type { DatabaseRecord } from '../store/databases';
 import { DB_TEMPLATE, GuestPostgres, PG_DATA, PG_MOUNT, PG_OUTBOX, PG_STAGING } from './postgres';
-import { RESTORE_BASE_NAME, SEED_DIR } from './postgres/layout';
+import { RESTORE_BASE_NAME, SEED_DIR, SEEDED_DATA } from './postgres/layout';
 import type { HostService } from '../hosts/service';
 
 export interface Sizing {
@@ -41,7 +41,9 @@ export class DatabaseProvisioner {
     if (placed) this.hosts!.router.placeVolume(id, placed.hostId);
     await this.host.volumes.create(id, sizeMb, {
       journal: true,
-      ...(o.seeded && { seed: { template: DB_TEMPLATE, from: SEED_DIR, to: 'data.seed' } }),
+      ...(o.seeded && {
+        seed: { template: DB_TEMPLATE, from: SEED_DIR, to: SEEDED_DATA.slice(PG_MOUNT.length + 1) },
+      }),
       ...(o.unpack && { unpack: { key: o.unpack, to: RESTORE_BASE_NAME } }),
     });
     return id;

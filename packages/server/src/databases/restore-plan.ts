@@ -27,20 +27,32 @@ const WAL = /^[0-9A-F]{24}(\.partial)?$/;
 const HISTORY = /^[0-9A-F]{8}\.history$/;
 
 export interface RestorePlan {
-  backup: BackupInfo;
+  /** null: start from the template's seed cluster and replay every archived WAL file. */
+  backup: BackupInfo | null;
   wal: ArchivedObject[];
 }
 
+const name = (o: ArchivedObject) => o.key.slice(o.key.lastIndexOf('/') + 1);
+
 /**
  * Picks what to restore. `now` bounds the target; a target before the first
- * base backup, or in the future, is INVALID_RESTORE_TARGET.
+ * base backup, or in the future, is INVALID_RESTORE_TARGET. `fromSeed`: the
+ * database began as the template's seed cluster (created empty), so before
+ * its first base backup a restore to latest starts from the seed and replays
+ * its whole archive; the archive holds every WAL file since its first start.
  */
 export function planRestore(
   backups: BackupInfo[],
   archived: ArchivedObject[],
   target: string | undefined,
   now: Date,
+  fromSeed = false,
 ): RestorePlan {
+  if (backups.length === 0 && fromSeed && target === undefined)
+    return {
+      backup: null,
+      wal: archived.filter((o) => HISTORY.test(name(o)) || WAL.test(name(o))),
+    };
   if (backups.length === 0)
     throw new WarrenError(
       'INVALID_RESTORE_TARGET',
@@ -63,7 +75,6 @@ export function planRestore(
   }
   const backup = [...candidates].sort((a, b) => Date.parse(a.at) - Date.parse(b.at)).at(-1)!;
   const from = segmentOf(backup.start_lsn);
-  const name = (o: ArchivedObject) => o.key.slice(o.key.lastIndexOf('/') + 1);
   const wal = archived.filter((o) => {
     const n = name(o);
     if (HISTORY.test(n)) return true;

@@ -2,11 +2,14 @@
  * Restoring a database from the archive into a new volume and sandbox: the
  * newest base backup at or before the target (unpacked onto the new volume by
  * the host), then every archived WAL file after it, replayed by Postgres up
- * to the target (or to the end).
+ * to the target (or to the end). A database created empty that has no base
+ * backup yet starts from the template's seed cluster instead, and replays
+ * its whole archive.
  */
 import type { HostApi } from '@warren/protocol';
 import type { DatabaseQueries, DatabaseRecord } from '../store/databases';
 import { PG_STAGING, RESTORE_BASE } from './postgres';
+import { SEEDED_DATA } from './postgres/layout';
 import type { DatabaseProvisioner, Sizing } from './provision';
 import { walPrefix } from './provision';
 import { planRestore } from './restore-plan';
@@ -26,6 +29,8 @@ export interface RestoreTarget {
 }
 
 export interface Restored {
+  /** Started from the template's seed cluster (no base backup yet), not a base backup. */
+  fromSeed: boolean;
   sandboxId: string;
   volumeId: string;
   cpu: number;
@@ -37,7 +42,7 @@ export async function restoreFromArchive(
   host: HostApi,
   queries: DatabaseQueries,
   provisioner: DatabaseProvisioner,
-  source: Pick<DatabaseRecord, 'id'>,
+  source: Pick<DatabaseRecord, 'id' | 'parent_id'>,
   targetTime: string | undefined,
   into: RestoreTarget,
 ): Promise<Restored> {
@@ -46,9 +51,13 @@ export async function restoreFromArchive(
     await host.archive.list(walPrefix(source)),
     targetTime,
     new Date(),
+    source.parent_id === null, // created empty: it began as the seed cluster
   );
-  // The host unpacks the base backup onto the new volume, at its disk's speed.
-  const volumeId = await provisioner.newVolume(into.diskMb, { unpack: plan.backup.key });
+  // The host unpacks the base backup (or copies the seed) onto the new volume, at its disk's speed.
+  const volumeId = await provisioner.newVolume(
+    into.diskMb,
+    plan.backup ? { unpack: plan.backup.key } : { seeded: true },
+  );
   let sandboxId: string | null = null;
   try {
     const sbx = await provisioner.sandbox(into.orgId, into.dbId, volumeId, into.size);
@@ -62,14 +71,20 @@ export async function restoreFromArchive(
         `${dir}/wal/${w.key.slice(w.key.lastIndexOf('/') + 1)}`,
       );
     await sbx.pg.restore({
-      backup: RESTORE_BASE,
+      backup: plan.backup ? RESTORE_BASE : SEEDED_DATA,
       walDir: `${dir}/wal`,
       ...(targetTime !== undefined && { targetTime: pgTime(targetTime) }),
       password: into.password,
       archiveTimeoutSeconds: into.archiveTimeoutSeconds,
     });
     await host.files.remove(sbx.id, dir, true).catch(() => undefined);
-    return { sandboxId: sbx.id, volumeId, cpu: sbx.cpu, memory_mb: sbx.memory_mb };
+    return {
+      fromSeed: plan.backup === null,
+      sandboxId: sbx.id,
+      volumeId,
+      cpu: sbx.cpu,
+      memory_mb: sbx.memory_mb,
+    };
   } catch (err) {
     await provisioner.discard(into.orgId, sandboxId, volumeId);
     throw err;

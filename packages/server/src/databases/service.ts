@@ -41,6 +41,8 @@ export class DatabaseService {
   quotas: QuotaService | null = null;
   /** Open client connections per database (the front door counts them). */
   connections: (databaseId: string) => number = () => 0;
+  /** The databases with a client connection open through this control plane's front door. */
+  connected: () => string[] = () => [];
 
   constructor(
     store: Store,
@@ -220,7 +222,7 @@ export class DatabaseService {
     }
     await this.queries.event(rec.id, 'ready', 'accepting connections');
     const db = (await this.queries.byId(rec.id))!;
-    void this.archiver.baseBackup(db).catch(() => undefined);
+    void this.archiver.backupInBackground(db);
     return this.toApi(db);
   }
 

@@ -6,6 +6,9 @@
  *   from the archive onto a new volume under a new epoch;
  * - a ready database with scale_to_zero_seconds and no client connection for
  *   that long is hibernated (the front door wakes it on the next connection).
+ *   Connections count through every control plane: each one records in the
+ *   store (`last_connection_at`) when its front door opens or closes one, and
+ *   at each pass for those that stay open.
  * The platform's own checks run inside the sandbox, never through the front
  * door, so they never count as connections.
  */
@@ -20,6 +23,8 @@ export class DatabaseWatch {
   private running: Promise<void> | null = null;
   /** When each database last had a client connection open (in memory; start counts as one). */
   private readonly lastSeen = new Map<string, number>();
+  /** When this control plane last wrote `last_connection_at` of each database. */
+  private readonly recorded = new Map<string, number>();
 
   constructor(
     private readonly dbs: DatabaseService,
@@ -45,9 +50,27 @@ export class DatabaseWatch {
   /** Called by the front door as client connections open and close. */
   seen(databaseId: string): void {
     this.lastSeen.set(databaseId, Date.now());
+    this.record(databaseId);
+  }
+
+  /** Writes that a client was connected just now, at most once a second per database. */
+  private record(databaseId: string): void {
+    const now = Date.now();
+    if (now - (this.recorded.get(databaseId) ?? 0) < 1000) return;
+    this.recorded.set(databaseId, now);
+    void this.dbs.queries
+      .update(databaseId, { last_connection_at: new Date(now).toISOString() })
+      .catch(() => this.recorded.delete(databaseId));
+  }
+
+  /** When a client was last connected, by this control plane or as another one recorded it. */
+  private lastClient(db: DatabaseRecord): number {
+    const stored = db.last_connection_at ? Date.parse(db.last_connection_at) : 0;
+    return Math.max(this.lastSeen.get(db.id) ?? 0, stored);
   }
 
   async pass(): Promise<void> {
+    for (const id of this.dbs.connected()) this.record(id);
     const live = new Set(await this.dbs.host.sandboxes.live());
     // A lost host's databases too: their servers are gone, and they are restored elsewhere.
     const lost = leads(this.dbs.host) ? await this.dbs.provisioner.lostHosts() : [];
@@ -66,11 +89,13 @@ export class DatabaseWatch {
 
   private async maybeSleep(db: DatabaseRecord): Promise<void> {
     if (this.dbs.connections(db.id) > 0) return this.seen(db.id);
-    const since = this.lastSeen.get(db.id) ?? (this.seen(db.id), Date.now());
-    if (Date.now() - since < db.scale_to_zero_seconds * 1000) return;
+    const idle = (d: DatabaseRecord) =>
+      Date.now() - this.lastClient(d) >= d.scale_to_zero_seconds * 1000;
+    if (!this.lastSeen.has(db.id)) this.lastSeen.set(db.id, Date.now()); // a start counts as one
+    if (!idle(db)) return;
     await this.dbs.locks.run(db.id, async () => {
       const current = await this.dbs.queries.byId(db.id);
-      if (current?.state !== 'ready' || this.dbs.connections(db.id) > 0) return;
+      if (current?.state !== 'ready' || this.dbs.connections(db.id) > 0 || !idle(current)) return;
       // What waits in the outbox goes to the archive before the server sleeps.
       await this.dbs.archiver.collect(current).catch(() => undefined);
       const sbx = await this.dbs.lifecycle.get(db.org_id, db.sandbox_id);

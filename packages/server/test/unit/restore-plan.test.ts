@@ -37,7 +37,7 @@ describe('restore plan', () => {
 
   it('takes the newest backup and the WAL from its start on', () => {
     const p = planRestore(backups, wal, undefined, now);
-    assert.equal(p.backup.key, backups[1]!.key);
+    assert.equal(p.backup?.key, backups[1]!.key);
     assert.deepEqual(
       p.wal.map((w) => w.key.split('/').pop()),
       ['000000010000000000000005', '000000010000000000000006', '00000002.history'],
@@ -46,7 +46,7 @@ describe('restore plan', () => {
 
   it('takes the newest backup at or before a target time', () => {
     const p = planRestore(backups, wal, '2026-01-01T11:00:00Z', now);
-    assert.equal(p.backup.key, backups[0]!.key);
+    assert.equal(p.backup?.key, backups[0]!.key);
     assert.equal(p.wal.length, 5);
   });
 
@@ -63,6 +63,27 @@ describe('restore plan', () => {
       code(() => planRestore([], wal, undefined, now)),
       'INVALID_RESTORE_TARGET',
     );
+  });
+
+  it('starts a database created empty from the seed before its first backup, to latest only', () => {
+    const p = planRestore(
+      [],
+      [...wal, { key: 'databases/db_a/wal/epoch', size: 1 }],
+      undefined,
+      now,
+      true,
+    );
+    assert.equal(p.backup, null);
+    assert.deepEqual(
+      p.wal.map((w) => w.key.split('/').pop()),
+      wal.map((w) => w.key.split('/').pop()),
+    );
+    // A point in time still needs a base backup at or before it; once one exists, it is used.
+    assert.equal(
+      code(() => planRestore([], wal, '2026-01-01T11:00:00Z', now, true)),
+      'INVALID_RESTORE_TARGET',
+    );
+    assert.equal(planRestore(backups, wal, undefined, now, true).backup?.key, backups[1]!.key);
   });
 });
 

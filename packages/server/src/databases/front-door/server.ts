@@ -87,6 +87,11 @@ export class FrontDoor {
     return this.conns.size;
   }
 
+  /** The databases with a client connection spliced to them now. */
+  databases(): string[] {
+    return [...this.open.keys()];
+  }
+
   /** Open client connections spliced to a database (to this one, if given). */
   connections(databaseId?: string): number {
     if (databaseId !== undefined) return this.open.get(databaseId) ?? 0;

@@ -15,6 +15,8 @@ export const PG_STAGING = '/var/lib/warren-pg/staging';
 /** A base backup the host unpacked onto a new volume for a restore (restore.ts). */
 export const RESTORE_BASE_NAME = 'restore-base';
 export const RESTORE_BASE = `${PG_MOUNT}/${RESTORE_BASE_NAME}`;
+/** The seed cluster the host copied onto a new volume (provision.ts newVolume `seeded`). */
+export const SEEDED_DATA = `${PG_MOUNT}/data.seed`;
 /** PostgreSQL on the sandbox's loopback (SCRAM over TCP, trust over the Unix socket). */
 export const PG_PORT = 5432;
 /** PgBouncer in transaction mode, in front of PG_PORT. */
