@@ -96,7 +96,8 @@ describe('an agent cut off from the control plane', () => {
       assert.ok(containers(agent.home).includes(id));
       toControlPlane.heal();
       toAgent.heal();
-      await waitFor(async () => (await host()).state === 'active', {
+      // Back means active again and reached: the control plane connects on its heartbeat.
+      await waitFor(async () => ((h) => h.state === 'active' && h.connected)(await host()), {
         timeoutMs: 20_000,
         what: 'back',
       });
