@@ -38,6 +38,26 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
     }
   });
 
+  const firstBaseBackup = (db: Database) =>
+    waitFor(
+      async () => (await p.json<Database>(`/v1/databases/${db.id}`)).archive.last_base_backup_at,
+      { what: 'first base backup', timeoutMs: 60_000, intervalMs: 200 },
+    );
+  /** The disk is lost: the server dies and its volume with it; resolves once restored (epoch 2). */
+  async function loseVolume(db: Database): Promise<Database> {
+    const rec = (await p.context.databases.service.queries.byId(db.id))!;
+    await p.host.driver.kill(db.sandbox_id);
+    const volumeDir = join(p.home, 'volumes', rec.volume_id);
+    unmountBelow(volumeDir);
+    rmSync(volumeDir, { recursive: true, force: true });
+    return waitFor(
+      async () => {
+        const v = await p.json<Database>(`/v1/databases/${db.id}`);
+        return v.state === 'ready' && v.archive.epoch === 2 ? v : null;
+      },
+      { what: 'the database restored under epoch 2', timeoutMs: 120_000, intervalMs: 300 },
+    );
+  }
   const events = async (id: string) =>
     (
       await p.json<{ items: Array<{ kind: string; message: string }> }>(
@@ -94,32 +114,13 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
   it('restores a database whose volume is lost from the archive, under a new epoch', async () => {
     const db = await createDatabase(p, { label: 'lost-volume' });
     made.push(db.id);
-    await waitFor(
-      async () => (await p.json<Database>(`/v1/databases/${db.id}`)).archive.last_base_backup_at,
-      {
-        what: 'first base backup',
-        timeoutMs: 60_000,
-        intervalMs: 200,
-      },
-    );
+    await firstBaseBackup(db);
     await withClient(p, db.connection_url, async (c) => {
       await c.query('CREATE TABLE kept (n int)');
       await c.query('INSERT INTO kept SELECT generate_series(1, 1000)');
     });
     await archiveNow(p, db);
-    const rec = (await p.context.databases.service.queries.byId(db.id))!;
-    // The disk is lost: the server dies and its volume with it.
-    await p.host.driver.kill(db.sandbox_id);
-    const volumeDir = join(p.home, 'volumes', rec.volume_id);
-    unmountBelow(volumeDir);
-    rmSync(volumeDir, { recursive: true, force: true });
-    const back = await waitFor(
-      async () => {
-        const v = await p.json<Database>(`/v1/databases/${db.id}`);
-        return v.state === 'ready' && v.archive.epoch === 2 ? v : null;
-      },
-      { what: 'the database restored under epoch 2', timeoutMs: 120_000, intervalMs: 300 },
-    );
+    const back = await loseVolume(db);
     const n = await withClient(p, back.connection_url, (c) =>
       c.query('SELECT count(*)::int AS n FROM kept'),
     );
@@ -143,10 +144,7 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
     made.push(db.id);
     // The state of a database whose host is lost right after create: no base backup yet.
     // (The one taken in the background is forgotten once it is done.)
-    await waitFor(
-      async () => (await p.json<Database>(`/v1/databases/${db.id}`)).archive.last_base_backup_at,
-      { what: 'first base backup', timeoutMs: 60_000, intervalMs: 200 },
-    );
+    await firstBaseBackup(db);
     await p.context.store.db
       .deleteFrom('database_backups')
       .where('database_id', '=', db.id)
@@ -156,18 +154,7 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
       await c.query('INSERT INTO kept SELECT generate_series(1, 700)');
     });
     await archiveNow(p, db);
-    const rec = (await p.context.databases.service.queries.byId(db.id))!;
-    await p.host.driver.kill(db.sandbox_id);
-    const volumeDir = join(p.home, 'volumes', rec.volume_id);
-    unmountBelow(volumeDir);
-    rmSync(volumeDir, { recursive: true, force: true });
-    const back = await waitFor(
-      async () => {
-        const v = await p.json<Database>(`/v1/databases/${db.id}`);
-        return v.state === 'ready' && v.archive.epoch === 2 ? v : null;
-      },
-      { what: 'the database restored under epoch 2', timeoutMs: 120_000, intervalMs: 300 },
-    );
+    const back = await loseVolume(db);
     const n = await withClient(p, back.connection_url, (c) =>
       c.query('SELECT count(*)::int AS n, max(n)::int AS top FROM kept'),
     );
