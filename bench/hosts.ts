@@ -1,7 +1,9 @@
 /**
  * Several hosts: placement with 1,000 simulated hosts in the store (against
  * the scoring alone, in memory); create → first exec through a `warren
- * agent` process against the control plane's in-process agent; a snapshot
+ * agent` process against the control plane's in-process agent; the first
+ * sandbox on a host that lacks its template (published and fetched through
+ * the S3 store) against a local copy of the root; a snapshot
  * restored on another host (fetched from the S3 store) against the same
  * restore on the host that took it; a hibernate whose image goes into the
  * store against one kept on its host; and how long after an agent's SIGKILL
@@ -9,10 +11,13 @@
  * sandbox answers on another host.
  * Run: node --import tsx bench/hosts.ts (part of `npm run bench`).
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { HostApi } from '@warren/protocol';
 import { removeHomes, startAgentProcess, stopAgent } from '../test/agents';
 import { joinFakeHost } from '../test/fake-hosts';
-import { exec, startTestPlatform } from '../test/fixture';
+import { TEMPLATES_DIR, exec, startTestPlatform } from '../test/fixture';
 import { startS3 } from '../test/s3';
 import { waitFor } from '../test/wait';
 import { place, type PlacementCandidate } from '../packages/server/src/hosts/placement';
@@ -20,6 +25,7 @@ import { now, printTable, timed, type Row } from './stats';
 
 const RUNS = Number(process.env.BENCH_HOSTS_RUNS ?? 10);
 const HOSTS = 1000;
+const BASE_ROOT = join(TEMPLATES_DIR, 'base/rootfs');
 const rows: Row[] = [];
 
 const s3 = await startS3();
@@ -124,6 +130,52 @@ try {
     warren: remote,
     direct: local,
     directName: 'in-process agent',
+  });
+
+  // ---- a template fetched by a host that lacks it ----
+  // Each run a new agent with an empty templates directory, and the image
+  // deleted from the store before it: publish, upload, download, unpack, then
+  // create → exec. Direct: the root copied through a tar pipe on this disk,
+  // then create → exec on a host that has the template.
+  const fetched: number[] = [];
+  const copied: number[] = [];
+  for (let i = 0; i < Math.max(3, Math.floor(RUNS / 3)); i++) {
+    const hostId = `host_fetch${i}`;
+    const templatesDir = mkdtempSync('/tmp/wag-templates-');
+    homes.push(templatesDir);
+    const fresh = await startAgentProcess({
+      controlPlane: p.url,
+      hostId,
+      token: (
+        await p.json<{ token: string }>('/v1/hosts/join-tokens', { method: 'POST', json: {} })
+      ).token,
+      s3: s3.config,
+      templatesDir,
+    });
+    agents.push(fresh);
+    homes.push(fresh.home);
+    await waitFor(
+      async () => (await p.json<{ connected: boolean }>(`/v1/hosts/${hostId}`)).connected,
+      { what: `${hostId} connected` },
+    );
+    fetched.push(await createExec(hostId));
+    const rec = JSON.parse(readFileSync(join(templatesDir, 'base/template.json'), 'utf8'));
+    await p.host.snapshotStore.delete(rec.published as string);
+    await stopAgent(fresh);
+    await p.api(`/v1/hosts/${hostId}`, { method: 'DELETE' });
+    const copy = mkdtempSync('/tmp/wag-copy-');
+    homes.push(copy);
+    const t = now();
+    execFileSync('sh', ['-c', 'tar -C "$1" -cf - . | tar -C "$2" -xpf -', 'sh', BASE_ROOT, copy]);
+    copied.push(now() - t + (await createExec('host_local')));
+    rmSync(copy, { recursive: true, force: true });
+  }
+  rows.push({
+    name: 'first sandbox on a host without its template (publish + fetch via S3)',
+    unit: 'ms',
+    warren: fetched,
+    direct: copied,
+    directName: 'root through a local tar pipe + create on a host with it',
   });
 
   // ---- a snapshot restored on another host ----

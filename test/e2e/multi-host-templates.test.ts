@@ -7,12 +7,14 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { removeHomes, startAgentProcess, stopAgent, type AgentProcess } from '../agents';
 import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
 import { hostOf } from '../hosts';
+import { dockerSave, tarImage, tarOf } from '../images';
 import { startS3, type TestS3 } from '../s3';
+import { outcome } from '../templates';
 import { waitFor } from '../wait';
 import type { S3SnapshotStore } from '../../packages/host-agent/src/snapshots';
 
@@ -25,6 +27,24 @@ describe('templates shared through the store', () => {
   const templatesDir = mkdtempSync('/tmp/wag-templates-');
   const homes = [templatesDir];
   const host = (id: string) => p.json<Json>(`/v1/hosts/${id}`);
+  const record = (name: string) =>
+    JSON.parse(readFileSync(join(templatesDir, name, 'template.json'), 'utf8')) as Json;
+  const bucket = () => (p.host.snapshotStore as S3SnapshotStore).keys();
+  const manifest = (image: string) => `warren/manifests/${image}.json`;
+  /** Creates a sandbox of a template on host_t1, reads one file in it, deletes it. */
+  const readOnT1 = async (template: string, path: string) => {
+    const sbx = await createSandbox(p, { template, host_id: 'host_t1' });
+    try {
+      assert.equal(await hostOf(p, sbx), 'host_t1');
+      const res = await p.api(`/v1/sandboxes/${sbx}/files?path=${encodeURIComponent(path)}`);
+      assert.equal(res.status, 200);
+      return await res.text();
+    } finally {
+      await p.api(`/v1/sandboxes/${sbx}`, { method: 'DELETE' });
+    }
+  };
+  const rebuild = (name: string) =>
+    p.api(`/v1/templates/${name}/rebuild`, { method: 'POST' }).then(outcome);
 
   before(async () => {
     s3 = await startS3();
@@ -93,6 +113,78 @@ describe('templates shared through the store', () => {
     } finally {
       await p.api(`/v1/sandboxes/${again}`, { method: 'DELETE' });
     }
+  });
+
+  it('a rebuild of the root reaches a host that fetched the previous build', async () => {
+    const name = `shared-${Date.now().toString(36)}`;
+    const built = await p
+      .api('/v1/templates', {
+        method: 'POST',
+        json: { name, base: 'base', steps: [{ run: 'date +%s%N > /build-mark' }] },
+      })
+      .then(outcome);
+    assert.equal(built.done?.name, name, JSON.stringify(built));
+    try {
+      const first = await readOnT1(name, '/build-mark');
+      const before = record(name).published as string;
+      const r = await rebuild(name);
+      assert.equal(r.done?.name, name, JSON.stringify(r));
+      assert.ok(
+        r.logs.some((l) => l.includes('host host_t1: its copy of the previous build removed')),
+      );
+      // The old copy is gone from host_t1 and the old image from the bucket.
+      assert.equal(existsSync(join(templatesDir, name)), false);
+      assert.equal((await bucket()).includes(manifest(before)), false);
+      // The next sandbox there fetches the new build: its root is the one built again.
+      const second = await readOnT1(name, '/build-mark');
+      assert.notEqual(second, first);
+      assert.notEqual(record(name).published, before);
+    } finally {
+      assert.equal((await p.api(`/v1/templates/${name}`, { method: 'DELETE' })).status, 204);
+    }
+    assert.equal(existsSync(join(templatesDir, name)), false);
+  });
+
+  it('a rebuild that bakes the snapshot again gives the fetched copy the new snapshot, root kept', async () => {
+    const name = `baked-${Date.now().toString(36)}`;
+    const tmp = mkdtempSync('/tmp/wag-image-');
+    try {
+      const layer = await tarOf([{ name: 'marker', content: 'from the image\n' }]);
+      const image = tarImage(dockerSave(join(tmp, 'img'), [layer], {}), join(tmp, 'img.tar'));
+      const up = await p
+        .api(`/v1/templates/${name}/image?default_memory_mb=128`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-tar' },
+          body: readFileSync(image),
+        })
+        .then(outcome);
+      assert.equal(up.done?.name, name, JSON.stringify(up));
+      assert.equal(await readOnT1(name, '/marker'), 'from the image\n');
+      const before = record(name);
+      const root = statSync(join(templatesDir, name, 'rootfs')).ino;
+      const snapshot = statSync(join(templatesDir, name, 'snapshot')).ino;
+      const r = await rebuild(name);
+      assert.equal(r.done?.name, name, JSON.stringify(r));
+      assert.ok(
+        r.logs.some((l) => l.includes('host host_t1: fetched the new snapshot')),
+        r.logs.join('\n'),
+      );
+      const after = record(name);
+      assert.notEqual(after.published, before.published);
+      assert.notEqual(after.built_at, before.built_at);
+      assert.equal(statSync(join(templatesDir, name, 'rootfs')).ino, root);
+      assert.notEqual(statSync(join(templatesDir, name, 'snapshot')).ino, snapshot);
+      const keys = await bucket();
+      assert.ok(keys.includes(manifest(after.published)));
+      assert.equal(keys.includes(manifest(before.published)), false);
+      assert.deepEqual(readdirSync(join(templatesDir, '.fetch')), []);
+      // A sandbox there restores from the new snapshot.
+      assert.equal(await readOnT1(name, '/marker'), 'from the image\n');
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+      assert.equal((await p.api(`/v1/templates/${name}`, { method: 'DELETE' })).status, 204);
+    }
+    assert.equal(existsSync(join(templatesDir, name)), false);
   });
 
   it('a fetch of an image the store lacks fails with a typed error and leaves nothing', async () => {

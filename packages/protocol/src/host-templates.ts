@@ -35,6 +35,11 @@ export interface HostTemplateApi {
    * per build) and returns the image's id; INVALID_STATE without a shared store.
    */
   publish(name: string): Promise<string>;
-  /** Installs a template from its image in the shared store; a no-op when it is here and ready. */
-  fetch(name: string, imageId: string): Promise<Template>;
+  /**
+   * Installs a template from its image in the shared store; a no-op when it is
+   * here and ready. With `keepRoot`, a copy fetched from another image (an
+   * earlier build whose root a rebuild did not change) gets the new image's
+   * snapshot and record, and keeps its root.
+   */
+  fetch(name: string, imageId: string, o?: { keepRoot?: boolean }): Promise<Template>;
 }

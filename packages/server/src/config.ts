@@ -149,6 +149,7 @@ function snapshotStore(env: NodeJS.ProcessEnv): Config['snapshotStore'] {
     region: env.WARREN_S3_REGION ?? env.AWS_REGION ?? 'us-east-1',
     accessKeyId: env.WARREN_S3_ACCESS_KEY_ID ?? env.AWS_ACCESS_KEY_ID,
     secretAccessKey: env.WARREN_S3_SECRET_ACCESS_KEY ?? env.AWS_SECRET_ACCESS_KEY,
+    collectGraceSeconds: int(env.WARREN_S3_COLLECT_GRACE_SECONDS, 3600),
   };
 }
 

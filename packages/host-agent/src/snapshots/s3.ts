@@ -33,6 +33,11 @@ export interface S3StoreConfig {
   region: string;
   accessKeyId?: string;
   secretAccessKey?: string;
+  /**
+   * A file no image refers to is collected only once it is this old (default
+   * 3600): an upload in flight may already use it before its manifest lands.
+   */
+  collectGraceSeconds?: number;
 }
 
 /** A client for the bucket: plain uploads, path-style addressing for S3-compatible servers. */
@@ -82,23 +87,35 @@ export class S3SnapshotStore implements SnapshotStore {
   }
 
   private async exists(key: string): Promise<boolean> {
+    return (await this.modified(key)) !== null;
+  }
+
+  /** When an object was last written (ms), or null when it is not there. */
+  private async modified(key: string): Promise<number | null> {
     try {
-      await this.send('head', () =>
+      const head = await this.send('head', () =>
         this.client.send(new HeadObjectCommand({ Bucket: this.cfg.bucket, Key: key })),
       );
-      return true;
+      return head.LastModified?.getTime() ?? 0;
     } catch (err) {
       if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404)
-        return false;
+        return null;
       throw err;
     }
+  }
+
+  private graceMs(): number {
+    return (this.cfg.collectGraceSeconds ?? 3600) * 1000;
   }
 
   async put<M>(id: string, imageDir: string, meta: M): Promise<SnapshotManifest<M>> {
     const manifest = await this.cache.put(id, imageDir, meta);
     for (const f of manifest.files) {
       const key = this.key('blobs', f.sha256);
-      if (await this.exists(key)) continue;
+      // A file already there is reused while young; an older one is uploaded
+      // again, which renews it (see collect).
+      const modified = await this.modified(key);
+      if (modified !== null && modified > Date.now() - this.graceMs() / 2) continue;
       await this.send('upload', () =>
         this.client.send(
           new PutObjectCommand({
@@ -196,7 +213,11 @@ export class S3SnapshotStore implements SnapshotStore {
   }
 
   private async list(prefix: string): Promise<string[]> {
-    const keys: string[] = [];
+    return (await this.listObjects(prefix)).map((o) => o.key);
+  }
+
+  private async listObjects(prefix: string): Promise<{ key: string; modified: number }[]> {
+    const objects: { key: string; modified: number }[] = [];
     let token: string | undefined;
     do {
       const page = await this.send('list', () =>
@@ -208,14 +229,21 @@ export class S3SnapshotStore implements SnapshotStore {
           }),
         ),
       );
-      for (const o of page.Contents ?? []) if (o.Key) keys.push(o.Key);
+      for (const o of page.Contents ?? [])
+        if (o.Key) objects.push({ key: o.Key, modified: o.LastModified?.getTime() ?? 0 });
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
-    return keys;
+    return objects;
   }
 
-  /** Removes blobs in the bucket that no manifest in it refers to. */
+  /**
+   * Removes files in the bucket that no manifest refers to (mark and sweep),
+   * only those older than the grace period: an upload in flight reuses only
+   * files younger than half of it (it writes older ones again) and writes its
+   * manifest last, so a collection during the upload cannot take its files.
+   */
   private async collect(): Promise<void> {
+    const before = Date.now() - this.graceMs();
     const refs = new Set<string>();
     for (const key of await this.list(this.key('manifests', ''))) {
       const chunks: Buffer[] = [];
@@ -223,9 +251,9 @@ export class S3SnapshotStore implements SnapshotStore {
       const m = JSON.parse(Buffer.concat(chunks).toString('utf8')) as SnapshotManifest;
       for (const f of m.files) refs.add(f.sha256);
     }
-    for (const key of await this.list(this.key('blobs', ''))) {
+    for (const { key, modified } of await this.listObjects(this.key('blobs', ''))) {
       const sha = key.slice(key.lastIndexOf('/') + 1);
-      if (!refs.has(sha))
+      if (!refs.has(sha) && modified < before)
         await this.send('delete', () =>
           this.client.send(new DeleteObjectCommand({ Bucket: this.cfg.bucket, Key: key })),
         );

@@ -283,9 +283,11 @@ export class TemplateBuilder {
   async buildSpec(name: string): Promise<TemplateBuildSpec | null> {
     checkTemplateName(name);
     try {
-      return JSON.parse(
+      const spec = JSON.parse(
         await readFile(join(this.host.catalog.dir(name), BUILD_FILE), 'utf8'),
       ) as TemplateBuildSpec;
+      // An upload's image is not kept (its record has neither base nor image).
+      return spec.base !== undefined || spec.image !== undefined ? spec : null;
     } catch {
       return null;
     }

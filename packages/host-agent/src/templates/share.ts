@@ -68,26 +68,22 @@ export async function fetchTemplate(
   ctx: HostContext,
   name: string,
   imageId: string,
+  o: { keepRoot?: boolean } = {},
 ): Promise<TemplateRecord> {
   needsSharedStore(ctx);
   const here = await ctx.catalog.read(name);
-  if (here?.state === 'ready') return here;
+  if (here?.state === 'ready') {
+    if (o.keepRoot && here.published !== undefined && here.published !== imageId)
+      return refreshSnapshot(ctx, here, imageId);
+    return here;
+  }
   if (here) throw new WarrenError('TEMPLATE_NOT_READY', `template ${name} is ${here.state} here`);
   // Beside the templates, so that its snapshot moves into place by a rename.
   const dir = join(ctx.catalog.root, '.fetch', imageId);
   const target = ctx.catalog.dir(name);
   await rm(dir, { recursive: true, force: true });
   try {
-    const { meta } = await ctx.snapshots.materialize<SharedRecord>(imageId, dir);
-    if (meta.name !== name)
-      throw new WarrenError('INVALID_REQUEST', `image ${imageId} is template ${meta.name}`);
-    const guest = await ctx.guestBundle();
-    if (meta.guest_key !== guest.key || meta.runtime_version !== ctx.runtimeVersion)
-      throw new WarrenError(
-        'TEMPLATE_NOT_READY',
-        `template ${name} was baked by another release (${meta.runtime_version}); ` +
-          `this host runs ${ctx.runtimeVersion}: build it here with POST /v1/templates/${name}/rebuild`,
-      );
+    const meta = await materializeChecked(ctx, name, imageId, dir);
     await rm(target, { recursive: true, force: true });
     await mkdir(join(target, 'rootfs.fetch'), { recursive: true });
     await run('tar', [
@@ -111,6 +107,55 @@ export async function fetchTemplate(
   } catch (err) {
     await rm(target, { recursive: true, force: true });
     throw err;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Downloads a template's image and checks that this host can run its snapshot. */
+async function materializeChecked(
+  ctx: HostContext,
+  name: string,
+  imageId: string,
+  dir: string,
+): Promise<SharedRecord> {
+  const { meta } = await ctx.snapshots.materialize<SharedRecord>(imageId, dir);
+  if (meta.name !== name)
+    throw new WarrenError('INVALID_REQUEST', `image ${imageId} is template ${meta.name}`);
+  const guest = await ctx.guestBundle();
+  if (meta.guest_key !== guest.key || meta.runtime_version !== ctx.runtimeVersion)
+    throw new WarrenError(
+      'TEMPLATE_NOT_READY',
+      `template ${name} was baked by another release (${meta.runtime_version}); ` +
+        `this host runs ${ctx.runtimeVersion}: build it here with POST /v1/templates/${name}/rebuild`,
+    );
+  return meta;
+}
+
+/**
+ * A rebuild that baked the snapshot again on the same root: this host's copy
+ * takes the new snapshot and record and keeps its root, which sandboxes
+ * running here may be using (as a local rebuild does).
+ */
+async function refreshSnapshot(
+  ctx: HostContext,
+  here: TemplateRecord,
+  imageId: string,
+): Promise<TemplateRecord> {
+  const dir = join(ctx.catalog.root, '.fetch', imageId);
+  await rm(dir, { recursive: true, force: true });
+  try {
+    const meta = await materializeChecked(ctx, here.name, imageId, dir);
+    await rm(join(dir, ROOTFS_TAR));
+    await rm(here.snapshot, { recursive: true, force: true });
+    await rename(dir, here.snapshot);
+    await ctx.snapshots.evict(imageId);
+    return await ctx.catalog.install({
+      ...meta,
+      rootfs: here.rootfs,
+      snapshot: here.snapshot,
+      published: imageId,
+    });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -154,10 +154,17 @@ export function hostTemplateApi(ctx: HostContext, host: BuildHost): HostTemplate
      */
     async rebuild(name, progress) {
       const rec = await catalog.read(name);
+      let built: TemplateRecord;
       if (rec && rec.source !== undefined && rec.source !== 'builtin')
-        return toApi(await builder.rebuild(rec, progress));
-      if (!officialRecipe(name)) throw notFound(name);
-      return toApi(await ensureBuiltin(ctx, name, progress, { force: true }));
+        built = await builder.rebuild(rec, progress);
+      else if (!officialRecipe(name)) throw notFound(name);
+      else built = await ensureBuiltin(ctx, name, progress, { force: true });
+      // The previous build's image in the shared store is no longer fetched.
+      if (rec?.state === 'ready' && ctx.snapshots.kind === 's3') {
+        const old = rec.published ?? sharedImageId(rec);
+        if (old !== sharedImageId(built)) await ctx.snapshots.delete(old).catch(() => undefined);
+      }
+      return toApi(built);
     },
     async remove(name) {
       const rec = await catalog.read(name);
@@ -174,11 +181,11 @@ export function hostTemplateApi(ctx: HostContext, host: BuildHost): HostTemplate
         await ctx.snapshots.delete(rec.published ?? sharedImageId(rec)).catch(() => undefined);
     },
     publish: (name) => publishTemplate(ctx, name),
-    async fetch(name, imageId) {
+    async fetch(name, imageId, o) {
       // Creates placed here at once wait for one fetch.
       let f = fetching.get(name);
       if (!f) {
-        f = fetchTemplate(ctx, name, imageId).finally(() => fetching.delete(name));
+        f = fetchTemplate(ctx, name, imageId, o).finally(() => fetching.delete(name));
         fetching.set(name, f);
       }
       return toApi(await f);

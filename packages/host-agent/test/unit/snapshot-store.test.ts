@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalSnapshotStore, S3SnapshotStore } from '../../src/snapshots';
@@ -11,6 +12,8 @@ const blobs = (root: string) =>
     .filter((p) => p.includes('/') && !p.endsWith('.part'));
 
 /** An image directory with the given files. */
+const sha = (content: string) => createHash('sha256').update(content).digest('hex');
+
 function image(dir: string, files: Record<string, string>): string {
   mkdirSync(dir, { recursive: true });
   for (const [name, body] of Object.entries(files)) writeFileSync(join(dir, name), body);
@@ -65,8 +68,9 @@ describe('S3 snapshot store against a real S3-protocol server (s3rver)', () => {
   });
 
   it('a host without the snapshot fetches it; deleting frees the bucket', async () => {
-    const hostA = new S3SnapshotStore(s3.config, new LocalSnapshotStore(join(dir, 'a')));
-    const hostB = new S3SnapshotStore(s3.config, new LocalSnapshotStore(join(dir, 'b')));
+    const now = { ...s3.config, collectGraceSeconds: 0 }; // collected at once
+    const hostA = new S3SnapshotStore(now, new LocalSnapshotStore(join(dir, 'a')));
+    const hostB = new S3SnapshotStore(now, new LocalSnapshotStore(join(dir, 'b')));
     const big = Buffer.alloc(3 * 1024 * 1024, 7).toString('latin1');
     await hostA.put('snap_1', image(join(dir, 'img1'), { 'checkpoint.img': big }), { spec: 1 });
     await hostA.put('snap_2', image(join(dir, 'img2'), { 'checkpoint.img': big, 'x.img': 'x' }), {
@@ -92,6 +96,29 @@ describe('S3 snapshot store against a real S3-protocol server (s3rver)', () => {
     await hostA.delete('snap_1');
     assert.deepEqual(await hostA.keys(), []);
     assert.equal(blobs(join(dir, 'a')).length, 0);
+  });
+
+  it('a file no image refers to is collected only past the grace period, counted from its last use', async () => {
+    const store = new S3SnapshotStore(
+      { ...s3.config, prefix: 'grace/', collectGraceSeconds: 2 },
+      new LocalSnapshotStore(join(dir, 'g')),
+    );
+    const blobKeys = async () => (await store.keys()).filter((k) => k.includes('/blobs/'));
+    await store.put('snap_g1', image(join(dir, 'g1'), { 'checkpoint.img': 'shared' }), {});
+    await store.delete('snap_g1');
+    assert.equal((await blobKeys()).length, 1, 'a fresh file outlives its image');
+    await new Promise((r) => setTimeout(r, 2500));
+    // An upload that finds the file in the bucket past half the grace period
+    // writes it again: a collection while that upload is in flight (here:
+    // right after it) keeps it.
+    await store.put('snap_g2', image(join(dir, 'g2'), { 'checkpoint.img': 'shared' }), {});
+    await store.delete('snap_g2');
+    assert.equal((await blobKeys()).length, 1, 'a file just reused is kept');
+    await new Promise((r) => setTimeout(r, 2500));
+    await store.put('snap_g3', image(join(dir, 'g3'), { 'other.img': 'other' }), {});
+    const other = (await blobKeys()).filter((k) => !k.endsWith(sha('shared')));
+    await store.delete('snap_g3');
+    assert.deepEqual(await blobKeys(), other, 'the old file is collected, the fresh one kept');
   });
 
   it('an unreachable store is a typed error', async () => {

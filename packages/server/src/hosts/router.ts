@@ -9,6 +9,7 @@
  */
 import {
   WarrenError,
+  type BuildProgress,
   type HostApi,
   type HostArchiveApi,
   type HostCapacity,
@@ -226,7 +227,12 @@ export class HostRouter implements HostApi {
     buildFromImage: (name, image, o, progress) =>
       this.local.templates.buildFromImage(name, image, o, progress),
     rebuildReplacesRoot: (name) => this.local.templates.rebuildReplacesRoot(name),
-    rebuild: (name, progress) => this.local.templates.rebuild(name, progress),
+    rebuild: async (name, progress) => {
+      const newRoot = await this.local.templates.rebuildReplacesRoot(name);
+      const built = await this.local.templates.rebuild(name, progress);
+      await this.spreadRebuild(name, newRoot, progress);
+      return built;
+    },
     remove: async (name) => {
       for (const h of this.remote.values())
         if (await h.templates.get(name).catch(() => null)) await h.templates.remove(name);
@@ -235,7 +241,7 @@ export class HostRouter implements HostApi {
         if (key.endsWith(`\n${name}`)) this.hasTemplate.delete(key);
     },
     publish: (name) => this.local.templates.publish(name),
-    fetch: (name, imageId) => this.local.templates.fetch(name, imageId),
+    fetch: (name, imageId, o) => this.local.templates.fetch(name, imageId, o),
   };
 
   /**
@@ -264,6 +270,34 @@ export class HostRouter implements HostApi {
       await to.templates.fetch(name, await from.templates.publish(name));
     }
     this.hasTemplate.add(key);
+  }
+
+  /**
+   * After a rebuild on this host, the hosts that fetched an earlier build:
+   * when the root was built again (which nothing may use), their copy is
+   * removed and the new build is fetched when a sandbox is placed there; when
+   * only the snapshot was baked again, they fetch it now and keep their root.
+   * A host that cannot be reached keeps its copy (listed in the build log).
+   */
+  private async spreadRebuild(name: string, newRoot: boolean, progress: BuildProgress) {
+    for (const key of this.hasTemplate) if (key.endsWith(`\n${name}`)) this.hasTemplate.delete(key);
+    if (!this.sharesTemplates) return;
+    for (const h of this.remote.values()) {
+      try {
+        if ((await h.templates.get(name))?.state !== 'ready') continue;
+        if (newRoot) {
+          await h.templates.remove(name);
+          progress(`host ${h.id}: its copy of the previous build removed (it fetches this one)`);
+        } else {
+          await h.templates.fetch(name, await this.local.templates.publish(name), {
+            keepRoot: true,
+          });
+          progress(`host ${h.id}: fetched the new snapshot`);
+        }
+      } catch (err) {
+        progress(`host ${h.id} keeps the previous build: ${(err as Error).message}`);
+      }
+    }
   }
 
   /** Another host that has the template ready. */
