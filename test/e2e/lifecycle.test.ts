@@ -81,9 +81,28 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
    * platform's process may also close meanwhile (idle keep-alive sockets of
    * its HTTP clients), so fewer than in `base` count as the same.
    */
-  const grownSince = (base: ReturnType<typeof footprint>) => {
-    const now = footprint();
-    return { ...now, fds: Math.max(now.fds, base.fds) };
+  const grownSince = async (base: ReturnType<typeof footprint>) => {
+    const now = await steadyFootprint();
+    return {
+      ...now,
+      processes: Math.max(now.processes, base.processes),
+      fds: Math.max(now.fds, base.fds),
+    };
+  };
+
+  /**
+   * The footprint once the runtime processes of the steps before have
+   * exited: the same process count three times 200 ms apart (at most 10 s).
+   */
+  const steadyFootprint = async () => {
+    let last = footprint();
+    for (let same = 0, i = 0; same < 2 && i < 50; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      const now = footprint();
+      same = now.processes === last.processes ? same + 1 : 0;
+      last = now;
+    }
+    return last;
   };
 
   /** Five files with known contents; checks they are all intact. */
@@ -101,7 +120,7 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
     await writeFiles();
     // The start is taken once the runtime work of the steps before has ended.
     await p.host.settle();
-    const start = footprint();
+    const start = await steadyFootprint();
     let last = await count();
     for (let i = 0; i < 100; i++) {
       assert.equal((await act('pause')).status, 200);
@@ -114,7 +133,7 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
     }
     assert.equal((await exec(p, id, { cmd: 'sh', args: ['-c', CHECKSUMS] })).stdout, 'intact\n');
     assert.equal((await exec(p, id, { cmd: 'cat', args: ['/root/data.txt'] })).stdout, 'precious');
-    assert.deepEqual(grownSince(start), start);
+    assert.deepEqual(await grownSince(start), start);
   });
 
   it('an exec on a paused sandbox resumes it implicitly', async () => {
@@ -168,16 +187,16 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
       assert.ok(after >= before, `cycle ${cycle}: counter continued: ${before} -> ${after}`);
       await p.host.settle();
       // The first cycle may leave what every later one reuses; after that nothing grows.
-      if (cycle === 0) first = footprint();
+      if (cycle === 0) first = await steadyFootprint();
     }
     await countsPast(await count(), 'the background process to run on after 20 cycles');
     assert.equal((await exec(p, id, { cmd: 'sh', args: ['-c', CHECKSUMS] })).stdout, 'intact\n');
     await p.host.settle();
     // A process of the last cycle may still be exiting on a loaded machine: a leak stays.
     const deadline = Date.now() + 10_000;
-    while (!isDeepStrictEqual(grownSince(first!), first) && Date.now() < deadline)
+    while (!isDeepStrictEqual(await grownSince(first!), first) && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 200));
-    assert.deepEqual(grownSince(first!), first);
+    assert.deepEqual(await grownSince(first!), first);
     // One container: the last wake's (each wake restores into a new one).
     assert.equal(p.runscContainers().length, 1);
     assert.deepEqual(containersOf(id), p.runscContainers());
