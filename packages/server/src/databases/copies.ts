@@ -96,9 +96,10 @@ export class DatabaseCopies {
       });
       rec.sandbox_id = sbx.id;
       await p.forgetOrigin(sbx.id);
-      await sbx.pg.configure({ archiveTimeoutSeconds: rec.archive_timeout_seconds });
-      await sbx.pg.start();
-      await sbx.pg.setPassword(rec.password);
+      await sbx.pg.configureAndStart({
+        archiveTimeoutSeconds: rec.archive_timeout_seconds,
+        password: rec.password,
+      });
       return { sandbox_id: sbx.id, volume_id: volumeId, cpu: sbx.cpu, memory_mb: sbx.memory_mb };
     });
   }

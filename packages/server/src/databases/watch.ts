@@ -155,8 +155,7 @@ export class DatabaseWatch {
           });
           try {
             await p.removeLock(sbx.id);
-            await sbx.pg.configure({ archiveTimeoutSeconds: db.archive_timeout_seconds });
-            await sbx.pg.start();
+            await sbx.pg.configureAndStart({ archiveTimeoutSeconds: db.archive_timeout_seconds });
           } catch (err) {
             await p.discard(db.org_id, sbx.id, null);
             throw err;

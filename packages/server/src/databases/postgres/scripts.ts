@@ -42,8 +42,13 @@ logs() {
 fail() { echo "$1" >&2; logs >&2; exit 1; }
 refuse() { echo "$1" >&2; exit ${REFUSED}; }
 empty_data() { [ ! -e "$D" ] || [ -z "$(ls -A "$D")" ]; }
-# put <file> <text>: replaces a file through a rename
-put() { printf '%s' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"; }
+# put <file> <text>: replaces a file through a rename, unless it holds that text
+# already (read is a builtin; every process started costs milliseconds)
+put() {
+  local c=
+  IFS= read -r -d '' c 2>/dev/null <"$1" || :
+  [ "$c" = "$2" ] || { printf '%s' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"; }
+}
 `;
 
 /**
@@ -83,15 +88,18 @@ mv "$D.init" "$D"
 sync "$D" "$M/" 2>/dev/null || true
 `;
 
+const CONFIGURE_BODY = `[ -f "$D/PG_VERSION" ] || refuse "no database cluster in $D"
+put "$D/warren.conf" "$1" && put "$D/pg_hba.conf" "$2" || fail "cannot write the settings"
+[ -d "$D/log" ] || mkdir -p "$D/log"
+if alive "$D/postmaster.pid" postgres; then
+  "$B/pg_ctl" reload -D "$D" -s || fail "cannot reload the settings"
+fi
+`;
+
 /** As postgres: $1 warren.conf, $2 pg_hba.conf; reloads a running server. */
 export const CONFIGURE = `set -eu
 ${COMMON}
-[ -f "$D/PG_VERSION" ] || refuse "no database cluster in $D"
-put "$D/warren.conf" "$1"
-put "$D/pg_hba.conf" "$2"
-mkdir -p "$D/log"
-if alive "$D/postmaster.pid" postgres; then "$B/pg_ctl" reload -D "$D" -s; fi
-`;
+${CONFIGURE_BODY}`;
 
 /**
  * As postgres, with bash: $1 seconds to wait, $2 PgBouncer's configuration.
@@ -105,9 +113,7 @@ if alive "$D/postmaster.pid" postgres; then "$B/pg_ctl" reload -D "$D" -s; fi
  * 100 ms steps, which costs more than half a second in a sandbox. Here the
  * wait reads the status line of postmaster.pid with shell builtins.
  */
-export const START = `set -u
-${COMMON}
-# A process of a server that is not running (any more): the postmaster is not alive.
+const START_BODY = `# A process of a server that is not running (any more): the postmaster is not alive.
 old_server() {
   for c in /proc/[0-9]*/comm; do
     n=
@@ -142,6 +148,8 @@ if [ -z "\${server:-}" ]; then
   while old_server && [ "$SECONDS" -lt 10 ]; do nap 0.1; done
 fi
 rm -f "\${stale[@]}"
+archive_recovery=
+[ ! -f "$D/recovery.signal" ] && [ ! -f "$D/standby.signal" ] || archive_recovery=y
 if [ -z "\${server:-}" ]; then
   [ -d "$D/log" ] || mkdir -p "$D/log"
   # In a session of its own, as pg_ctl does: it outlives this script.
@@ -159,16 +167,21 @@ until status; [[ $st == ready* || $st == standby* ]]; do
   [ "$SECONDS" -lt "$1" ] || fail "postgres did not start within $1 s"
   nap 0.02
 done
+# After crash recovery (no signal file at the start) "ready" means out of
+# recovery; an archive recovery (a restore) accepts read-only connections
+# first, so there the server is asked.
+[[ $st == ready* && -z $archive_recovery ]] ||
 until [ "$("$B/psql" -X -At -h "$S" -d postgres -c 'select pg_is_in_recovery()' 2>/dev/null)" = f ]; do
   alive "$D/postmaster.pid" postgres || fail "postgres stopped before it was ready"
   [ "$SECONDS" -lt "$1" ] || fail "postgres was not out of recovery within $1 s"
   nap 0.1
 done
-if [ -f ${PENDING_SECRET} ]; then
-  read -r secret <${PENDING_SECRET}
+# A password given to this run ($secret), else one kept by init or restore.
+[ -n "\${secret:-}" ] || [ ! -f ${PENDING_SECRET} ] || read -r secret <${PENDING_SECRET}
+if [ -n "\${secret:-}" ]; then
   printf "ALTER ROLE app PASSWORD '%s';\\n" "$secret" |
     "$B/psql" -X -q -v ON_ERROR_STOP=1 -h "$S" -d postgres || fail "cannot set the password"
-  rm -f ${PENDING_SECRET}
+  [ ! -f ${PENDING_SECRET} ] || rm -f ${PENDING_SECRET}
 fi
 if [ -f "$D/${RECOVERY_CONF}" ] && [ ! -f "$D/recovery.signal" ]; then
   rm -f "$D/${RECOVERY_CONF}"
@@ -179,6 +192,24 @@ until : 2>/dev/null <>/dev/tcp/127.0.0.1/${PGBOUNCER_PORT}; do
   nap 0.05
 done
 `;
+
+export const START = `set -u
+${COMMON}
+${START_BODY}`;
+
+/**
+ * As postgres, with bash: CONFIGURE ($3 warren.conf, $4 pg_hba.conf), then
+ * START ($1, $2) in one exec; a SCRAM secret on stdin (or nothing) becomes the
+ * app role's password once the server answers.
+ */
+export const CONFIGURE_START = `set -u
+${COMMON}
+configure() {
+${CONFIGURE_BODY}}
+configure "$3" "$4"
+secret=
+IFS= read -r secret || :
+${START_BODY}`;
 
 /** As postgres, with bash: $1 seconds to wait. PgBouncer at once, then a fast shutdown of the server. */
 export const STOP = `set -u
