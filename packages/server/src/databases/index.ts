@@ -60,7 +60,7 @@ export async function createDatabases(
     onClose: (id) => watch.seen(id),
     log,
   });
-  service.connections = (id) => frontDoor.connections(id);
+  service.openConnections = (id) => frontDoor.connections(id);
   service.connected = () => frontDoor.databases();
   return {
     service,

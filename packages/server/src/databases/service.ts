@@ -40,7 +40,14 @@ export class DatabaseService {
   /** Set by the platform: new databases are admitted against the organisation's quotas. */
   quotas: QuotaService | null = null;
   /** Open client connections per database (the front door counts them). */
-  connections: (databaseId: string) => number = () => 0;
+  openConnections: (databaseId: string) => number = () => 0;
+  /** Connections being opened (a wake, the hop into the sandbox) per database. */
+  private readonly opening = new Map<string, number>();
+
+  /** Client connections of a database, open or being opened: while any, it is not idle. */
+  connections(databaseId: string): number {
+    return this.openConnections(databaseId) + (this.opening.get(databaseId) ?? 0);
+  }
   /** The databases with a client connection open through this control plane's front door. */
   connected: () => string[] = () => [];
 
@@ -328,7 +335,16 @@ export class DatabaseService {
   async connect(databaseId: string, pooled: boolean): Promise<Duplex> {
     const db = await this.queries.byId(databaseId);
     if (!db) throw new WarrenError('DATABASE_NOT_FOUND', `database "${databaseId}" does not exist`);
-    const live = await this.ready(db.org_id, db.id);
-    return this.host.sandboxes.openPort(live.sandbox_id, pooled ? PGBOUNCER_PORT : PG_PORT);
+    // Counted from here: scale to zero must not put it back to sleep between its
+    // wake and the front door counting the connection open (a slow hop on a busy host).
+    this.opening.set(db.id, (this.opening.get(db.id) ?? 0) + 1);
+    try {
+      const live = await this.ready(db.org_id, db.id);
+      return await this.host.sandboxes.openPort(live.sandbox_id, pooled ? PGBOUNCER_PORT : PG_PORT);
+    } finally {
+      const n = (this.opening.get(db.id) ?? 1) - 1;
+      if (n > 0) this.opening.set(db.id, n);
+      else this.opening.delete(db.id);
+    }
   }
 }
