@@ -237,8 +237,7 @@ export class HostRouter implements HostApi {
       for (const h of this.remote.values())
         if (await h.templates.get(name).catch(() => null)) await h.templates.remove(name);
       await this.local.templates.remove(name);
-      for (const key of this.hasTemplate)
-        if (key.endsWith(`\n${name}`)) this.hasTemplate.delete(key);
+      this.forgetTemplate(name);
     },
     publish: (name) => this.local.templates.publish(name),
     fetch: (name, imageId, o) => this.local.templates.fetch(name, imageId, o),
@@ -280,8 +279,9 @@ export class HostRouter implements HostApi {
    * A host that cannot be reached keeps its copy (listed in the build log).
    */
   private async spreadRebuild(name: string, newRoot: boolean, progress: BuildProgress) {
-    for (const key of this.hasTemplate) if (key.endsWith(`\n${name}`)) this.hasTemplate.delete(key);
+    this.forgetTemplate(name);
     if (!this.sharesTemplates) return;
+    let image: Promise<string> | undefined; // published once, for every host that needs it
     for (const h of this.remote.values()) {
       try {
         if ((await h.templates.get(name))?.state !== 'ready') continue;
@@ -289,15 +289,19 @@ export class HostRouter implements HostApi {
           await h.templates.remove(name);
           progress(`host ${h.id}: its copy of the previous build removed (it fetches this one)`);
         } else {
-          await h.templates.fetch(name, await this.local.templates.publish(name), {
-            keepRoot: true,
-          });
+          image ??= this.local.templates.publish(name);
+          await h.templates.fetch(name, await image, { keepRoot: true });
           progress(`host ${h.id}: fetched the new snapshot`);
         }
       } catch (err) {
         progress(`host ${h.id} keeps the previous build: ${(err as Error).message}`);
       }
     }
+  }
+
+  /** Which hosts are known to have a template: asked again after it changes. */
+  private forgetTemplate(name: string): void {
+    for (const key of this.hasTemplate) if (key.endsWith(`\n${name}`)) this.hasTemplate.delete(key);
   }
 
   /** Another host that has the template ready. */
