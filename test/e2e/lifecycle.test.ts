@@ -77,9 +77,10 @@ describe('pause, resume, hibernate, wake (real gVisor)', () => {
   };
 
   /**
-   * The footprint now, compared with `base` for growth: descriptors of the
-   * platform's process may also close meanwhile (idle keep-alive sockets of
-   * its HTTP clients), so fewer than in `base` count as the same.
+   * The steady footprint now, compared with `base` for growth: descriptors of
+   * the platform's process may also close meanwhile (idle keep-alive sockets
+   * of its HTTP clients), and a runtime process counted in `base` may have
+   * been exiting then, so fewer of either than in `base` count as the same.
    */
   const grownSince = async (base: ReturnType<typeof footprint>) => {
     const now = await steadyFootprint();
