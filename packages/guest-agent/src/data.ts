@@ -3,7 +3,8 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { GUEST_CHANNEL_DIR, GUEST_DATA_SOCKET } from '@warren/protocol/guest';
 
-const DATA_SOCKET = process.env.WARREN_DATA_CHANNEL ?? join(GUEST_CHANNEL_DIR, GUEST_DATA_SOCKET);
+export const DATA_SOCKET =
+  process.env.WARREN_DATA_CHANNEL ?? join(GUEST_CHANNEL_DIR, GUEST_DATA_SOCKET);
 
 /**
  * Dials the host's data socket and identifies the transfer. Half-open, so an

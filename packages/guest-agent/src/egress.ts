@@ -2,7 +2,8 @@
  * Egress from inside the sandbox. The sandbox has no network device, only
  * loopback; the agent listens on an HTTP proxy port and a SOCKS5 port there
  * and relays every connection to the host over a data connection (see
- * GuestEgress). The host-side proxy decides what may leave. Processes the
+ * GuestEgress): the native relay does it where it runs (relay.ts), else the
+ * streams here. The host-side proxy decides what may leave. Processes the
  * agent starts get the usual proxy variables and trust the host proxy's CA.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { dirname } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import { EGRESS_HTTP_PORT, EGRESS_SOCKS_PORT, type GuestEgress } from '@warren/protocol/guest';
 import { dialData } from './data';
+import { relay as nativeRelay } from './relay';
 
 /** Where the CA goes: the path update-ca-certificates reads, and the system bundle. */
 const CA_FILE = '/usr/local/share/ca-certificates/warren-egress.crt';
@@ -71,6 +73,8 @@ export async function configureEgress(egress: GuestEgress | undefined): Promise<
   if (!egress) return;
   token = egress.token;
   trust(egress.ca_pem);
+  const fast = nativeRelay();
+  if (fast && servers.length === 0) return fast.egress(token, EGRESS_HTTP_PORT, EGRESS_SOCKS_PORT);
   if (servers.length === 0)
     servers = await Promise.all([listen(EGRESS_HTTP_PORT), listen(EGRESS_SOCKS_PORT)]);
 }

@@ -64,16 +64,25 @@ export async function list(path: string): Promise<FileInfo[]> {
   return out;
 }
 
-/** Opens a file for streaming out, after checking it is not a directory. */
-export async function openRead(path: string): Promise<{ stream: Readable; size: number }> {
+/**
+ * The size of a file about to be sent, after checking it is not a directory.
+ * The size is sent ahead as content-length: a file that grows meanwhile (a log,
+ * a counter rewritten) is read up to that size only, never past it into the
+ * next HTTP response.
+ */
+export async function readableSize(path: string): Promise<number> {
   const st = await stat(path);
   if (st.isDirectory()) throw new WarrenError('IS_A_DIRECTORY', `${path} is a directory`);
-  // The size is sent ahead as content-length: a file that grows meanwhile (a log, a counter
-  // rewritten) is read up to that size only, never past it into the next HTTP response.
-  if (st.size === 0) return { stream: Readable.from([]), size: 0 };
+  return st.size;
+}
+
+/** Opens a file for streaming out (without the native relay). */
+export async function openRead(path: string): Promise<{ stream: Readable; size: number }> {
+  const size = await readableSize(path);
+  if (size === 0) return { stream: Readable.from([]), size: 0 };
   // Large reads: each one is a system call through the gVisor kernel.
-  const stream = createReadStream(path, { highWaterMark: 1024 * 1024, end: st.size - 1 });
-  return { stream, size: st.size };
+  const stream = createReadStream(path, { highWaterMark: 1024 * 1024, end: size - 1 });
+  return { stream, size };
 }
 
 /** Checks that a file can be written (creating parent directories) before any data is sent. */

@@ -23,6 +23,7 @@ import { CodeInterpreter } from './code';
 import { ProcessTable } from './processes';
 import { PtyTable } from './pty';
 import { handle, type GuestState } from './routes';
+import { startRelay } from './relay';
 
 const SOCKET = process.env.WARREN_CHANNEL ?? join(GUEST_CHANNEL_DIR, GUEST_CHANNEL_SOCKET);
 /** Dial quickly for a while after a disconnect (a restore is being waited for), then back off. */
@@ -102,6 +103,7 @@ function dial(): void {
   });
 }
 
+startRelay();
 process.on('SIGTERM', () => process.exit(0));
 process.on('SIGINT', () => process.exit(0));
 dial();

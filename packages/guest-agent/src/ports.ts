@@ -2,12 +2,14 @@
  * Port connections for preview URLs: the host asks for a TCP connection to a
  * port on the sandbox's loopback; the agent opens it and pipes it, byte for
  * byte, over a data connection to the host. HTTP, keep-alive, streaming and
- * WebSocket upgrades all pass through unchanged.
+ * WebSocket upgrades all pass through unchanged. The native relay does it
+ * where it runs (see relay.ts); these streams where it does not.
  */
 import { connect, type Socket } from 'node:net';
 import { WarrenError } from '@warren/protocol/errors';
 import type { PortConnect } from '@warren/protocol/guest';
 import { dialData } from './data';
+import { relay } from './relay';
 
 /** Both ends of every piped connection, so a checkpoint can drop them all. */
 const open = new Set<Socket>();
@@ -66,21 +68,27 @@ function connectLoopback(port: number, sink: Sink): Promise<Socket> {
   });
 }
 
+function notListening(port: number, err: unknown): never {
+  const code = (err as NodeJS.ErrnoException).code ?? 'error';
+  throw new WarrenError(
+    'PORT_NOT_LISTENING',
+    `nothing accepts connections on port ${port} in the sandbox (${code})`,
+    { port },
+  );
+}
+
 /** Opens the port; resolves once it is connected and the data connection is dialed. */
 export async function connectPort(req: PortConnect): Promise<void> {
   if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535)
     throw new WarrenError('INVALID_REQUEST', 'port must be an integer from 1 to 65535');
+  const fast = relay();
+  if (fast) return fast.port(req.token, req.port).catch((err) => notListening(req.port, err));
   const sink: Sink = { target: null, pending: [], socket: null };
   let tcp: Socket;
   try {
     tcp = await connectLoopback(req.port, sink);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new WarrenError(
-      'PORT_NOT_LISTENING',
-      `nothing accepts connections on port ${req.port} in the sandbox (${code})`,
-      { port: req.port },
-    );
+    return notListening(req.port, err);
   }
   tcp.setNoDelay(true);
   const data = dialData(req.token);

@@ -20,6 +20,7 @@ import { readJson } from './body';
 import * as files from './files';
 import { assumeIdentity } from './identity';
 import { connectPort } from './ports';
+import { relay, type Relay } from './relay';
 import type { ProcessTable } from './processes';
 import type { PtyTable } from './pty';
 import { routePty } from './pty-routes';
@@ -103,6 +104,7 @@ export async function route(
     return sendJson(stream, 200, { ok: true });
   }
   if (path === GUEST_PATHS.prepareCheckpoint && method === 'POST') {
+    await relay()?.drop();
     stream.respond({ ':status': 200, 'content-type': 'application/json' });
     stream.end('{"ok":true}', () => state.prepareCheckpoint());
     return;
@@ -162,15 +164,26 @@ export async function route(
     await files.prepareWrite(target);
     // A path that cannot be written is refused here, before the host waits for data.
     const file = await files.openWrite(target);
+    const fast = relay();
+    if (fast) await file.close();
     sendJson(stream, 200, { ok: true });
-    receiveFile(target, file, req);
+    if (fast) relayReceive(fast, target, req);
+    else receiveFile(target, file, req);
     return;
   }
   if (path === GUEST_PATHS.filesSend && method === 'POST') {
     const req = await readJson<DataTransfer>(stream);
-    const { stream: source, size } = await files.openRead(files.checkPath(req.path));
-    sendJson(stream, 200, { size });
-    sendFile(source, req.token);
+    const source = files.checkPath(req.path);
+    const fast = relay();
+    if (fast) {
+      const size = await files.readableSize(source);
+      sendJson(stream, 200, { size });
+      fast.send(req.token, source, size);
+      return;
+    }
+    const opened = await files.openRead(source);
+    sendJson(stream, 200, { size: opened.size });
+    sendFile(opened.stream, req.token);
     return;
   }
   if (path === GUEST_PATHS.files) {
@@ -220,6 +233,18 @@ function receiveFile(target: string, file: FileHandle, req: DataTransfer): void 
     (err) => socket.end(JSON.stringify(toWarrenError(err).toBody()) + '\n'),
   );
 }
+
+/** Upload through the native relay: it writes the file, the agent answers with its info. */
+function relayReceive(fast: Relay, target: string, req: DataTransfer): void {
+  const mode = req.mode ? parseInt(req.mode, 8) : undefined;
+  const answer = async (err: NodeJS.ErrnoException | null) => {
+    const result = err ? toWarrenError(err).toBody() : await files.info(target).catch(toBody);
+    return JSON.stringify(result) + '\n';
+  };
+  fast.receive(req.token, target, mode, answer).catch(() => undefined);
+}
+
+const toBody = (err: unknown) => toWarrenError(err).toBody();
 
 /** Download: the file goes out on a data connection; a short stream tells the host it broke. */
 function sendFile(source: Readable, token: string): void {

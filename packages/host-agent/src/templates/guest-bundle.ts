@@ -1,6 +1,6 @@
 /**
  * The guest bundle: the guest agent (bundled into one file), its native
- * spawner helper (a static binary, so any libc will do), plus a private
+ * spawner and relay helpers (static binaries, so any libc will do), plus a private
  * copy of this host's Node.js binary, its shared libraries and its dynamic
  * loader. It is mounted read-only at /opt/warren and started through its own
  * loader, so it runs in any image whatever that image's libc is.
@@ -18,6 +18,8 @@ const AGENT_ENTRY = fileURLToPath(new URL('../../../guest-agent/src/main.ts', im
 const SPAWNER_SOURCE = fileURLToPath(
   new URL('../../../guest-agent/native/spawner.c', import.meta.url),
 );
+/** The helper that moves bulk bytes to the host for the agent (see guest-agent/src/relay.ts). */
+const RELAY_SOURCE = fileURLToPath(new URL('../../../guest-agent/native/relay.c', import.meta.url));
 
 /** The code interpreter's driver and its contexts (guest-agent/code), copied to <bundle>/code. */
 const CODE_DIR = fileURLToPath(new URL('../../../guest-agent/code/', import.meta.url));
@@ -59,6 +61,7 @@ export interface GuestBundle {
 export async function ensureGuestBundle(root: string): Promise<GuestBundle> {
   const agent = await bundleAgent();
   const spawnerSource = await readFile(SPAWNER_SOURCE);
+  const relaySource = await readFile(RELAY_SOURCE);
   const codeHash = createHash('sha256');
   for (const f of CODE_FILES) codeHash.update(await readFile(join(CODE_DIR, f)));
   const node = realpathSync(process.execPath);
@@ -66,6 +69,7 @@ export async function ensureGuestBundle(root: string): Promise<GuestBundle> {
   const key = createHash('sha256')
     .update(agent)
     .update(createHash('sha256').update(spawnerSource).digest('hex'))
+    .update(createHash('sha256').update(relaySource).digest('hex'))
     .update(codeHash.digest('hex'))
     .update(`${process.version}:${nodeStat.size}:${nodeStat.mtimeMs}`)
     .digest('hex')
@@ -81,14 +85,17 @@ export async function ensureGuestBundle(root: string): Promise<GuestBundle> {
     // The loader must be reachable under its usual name for `ld-linux-x86-64.so.2 --library-path`.
     await copyFile(realpathSync(lib), join(tmp, 'lib', basename(lib)));
   }
-  // Static, so it runs in the sandbox image whatever its libc (musl-based Alpine too).
-  execFileSync(
-    'gcc',
-    ['-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o', join(tmp, 'spawner'), SPAWNER_SOURCE],
-    {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
+  // Static, so they run in the sandbox image whatever its libc (musl-based Alpine too).
+  for (const [name, source, extra] of [
+    ['spawner', SPAWNER_SOURCE, []],
+    ['relay', RELAY_SOURCE, ['-pthread']],
+  ] as const) {
+    execFileSync(
+      'gcc',
+      ['-static', '-O2', '-Wall', '-Wextra', '-Werror', ...extra, '-o', join(tmp, name), source],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    );
+  }
   await mkdir(join(tmp, 'code'));
   for (const f of CODE_FILES) await copyFile(join(CODE_DIR, f), join(tmp, 'code', f));
   await writeFile(join(tmp, 'agent.js'), agent);

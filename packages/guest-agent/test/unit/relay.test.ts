@@ -1,0 +1,144 @@
+/**
+ * The native relay (native/relay.c), built here and driven through Relay
+ * against a real Unix socket standing in for the host's data socket: file
+ * transfers both ways, a port bridge with a half-close, and drop.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Relay } from '../../src/relay';
+
+const SOURCE = fileURLToPath(new URL('../../native/relay.c', import.meta.url));
+
+describe('native relay', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'warren-relay-'));
+  const dataPath = join(dir, 'data.sock');
+  /** Data connections by the token they start with. */
+  const arrivals = new Map<string, (s: Socket) => void>();
+  let host: Server;
+  let relay: Relay;
+  let child: ChildProcess;
+
+  const connection = (token: string) =>
+    new Promise<Socket>((resolve) => arrivals.set(token, resolve));
+
+  before(async () => {
+    const binary = join(dir, 'relay');
+    execFileSync('gcc', [
+      '-static',
+      '-O2',
+      '-Wall',
+      '-Wextra',
+      '-Werror',
+      '-pthread',
+      '-o',
+      binary,
+      SOURCE,
+    ]);
+    host = createServer({ allowHalfOpen: true }, (s) => {
+      const onReadable = () => {
+        const head = s.read(9) as Buffer | null;
+        if (!head) return;
+        s.off('readable', onReadable);
+        arrivals.get(head.subarray(0, 8).toString())?.(s);
+      };
+      s.on('readable', onReadable);
+    });
+    await new Promise<void>((r) => host.listen(dataPath, r));
+    child = spawn(binary, [], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+      env: { WARREN_DATA_CHANNEL: dataPath },
+    });
+    relay = new Relay(child);
+  });
+
+  after(() => {
+    child.kill();
+    host.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const readAll = (s: Socket) =>
+    new Promise<Buffer>((resolve) => {
+      const parts: Buffer[] = [];
+      s.on('data', (d: Buffer) => parts.push(d));
+      s.on('end', () => resolve(Buffer.concat(parts)));
+    });
+
+  test('sends the first size bytes of a file', async () => {
+    const file = join(dir, 'out file');
+    const content = Buffer.alloc(3 * 1024 * 1024 + 17, 'ab');
+    writeFileSync(file, Buffer.concat([content, Buffer.from('grown later')]));
+    const arrived = connection('tok00001');
+    relay.send('tok00001', file, content.length);
+    assert.deepEqual(await readAll(await arrived), content);
+  });
+
+  test('receives a file, sets its mode, and passes the answer back', async () => {
+    const file = join(dir, 'in file');
+    writeFileSync(file, 'old and longer content');
+    const arrived = connection('tok00002');
+    const answered = relay.receive('tok00002', file, 0o640, async (err) =>
+      err ? `failed ${err.code}\n` : `ok ${statSync(file).size}\n`,
+    );
+    const s = await arrived;
+    const body = Buffer.alloc(2 * 1024 * 1024 + 5, 'x');
+    const reply = readAll(s);
+    s.end(body);
+    await answered;
+    assert.equal((await reply).toString(), `ok ${body.length}\n`);
+    assert.deepEqual(readFileSync(file), body);
+    assert.equal(statSync(file).mode & 0o777, 0o640);
+  });
+
+  test('a file that cannot be written is answered with its errno, the body drained', async () => {
+    const arrived = connection('tok00003');
+    const answered = relay.receive('tok00003', join(dir, 'missing', 'f'), undefined, async (err) =>
+      err ? `failed ${err.code}\n` : 'ok\n',
+    );
+    const s = await arrived;
+    const reply = readAll(s);
+    s.end(Buffer.alloc(1024 * 1024));
+    await answered;
+    assert.equal((await reply).toString(), 'failed ENOENT\n');
+  });
+
+  test('bridges a port both ways, passes an end, and drop ends every bridge', async () => {
+    const app = createServer({ allowHalfOpen: true }, (c) => {
+      c.on('data', (d: Buffer) => c.write(d.toString().toUpperCase()));
+      c.on('end', () => c.end('bye'));
+    });
+    await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+    const port = (app.address() as { port: number }).port;
+    try {
+      const arrived = connection('tok00004');
+      await relay.port('tok00004', port);
+      const s = await arrived;
+      const echoed = new Promise<string>((r) => s.once('data', (d: Buffer) => r(d.toString())));
+      s.write('hello');
+      assert.equal(await echoed, 'HELLO');
+      const rest = readAll(s);
+      s.end();
+      assert.equal((await rest).toString(), 'bye');
+
+      const second = connection('tok00005');
+      await relay.port('tok00005', port);
+      const open = await second;
+      const closed = new Promise((r) => open.once('close', r));
+      open.on('error', () => undefined);
+      open.on('end', () => open.end());
+      open.resume();
+      await relay.drop();
+      await closed;
+
+      await assert.rejects(relay.port('tok00006', 1), { code: 'ECONNREFUSED' });
+    } finally {
+      app.close();
+    }
+  });
+});
