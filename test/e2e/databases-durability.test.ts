@@ -203,6 +203,41 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
       clearInterval(other);
     }
 
+    // A connection that arrives while the watch is putting it to sleep (held here just
+    // before the checkpoint) waits for the hibernation and wakes it: it is never spliced
+    // to a server that the checkpoint then cuts off.
+    const lifecycle = p.context.databases.service.lifecycle;
+    const transition = lifecycle.transition.bind(lifecycle);
+    let sleeping!: () => void;
+    const decided = new Promise<void>((r) => (sleeping = r));
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    lifecycle.transition = async (row, action, ...rest) => {
+      if (action === 'hibernate' && row.id === db.sandbox_id) {
+        sleeping();
+        await held;
+      }
+      return transition(row, action, ...rest);
+    };
+    try {
+      await decided;
+      const racing = withClient(p, db.connection_url, async (c) => {
+        const first = await c.query('SELECT v FROM s');
+        await held; // the hibernation goes on: this connection must not be cut by it
+        await new Promise((r) => setTimeout(r, 3000));
+        return [first.rows, (await c.query('SELECT v FROM s')).rows];
+      });
+      await new Promise((r) => setTimeout(r, 1000));
+      release();
+      const rows = [{ v: 'before sleep' }];
+      assert.deepEqual(await racing, [rows, rows]);
+    } finally {
+      release();
+      lifecycle.transition = transition;
+    }
+    const raced = (await events(db.id)).map((e) => e.kind);
+    assert.deepEqual(raced.slice(-2), ['hibernated', 'woken'], raced.join(','));
+
     // Its sandbox is lost while it sleeps: a connection is told it recovers, and the server
     // starts again on its volume with the data; it never stays a hibernated database
     // whose sandbox cannot wake.

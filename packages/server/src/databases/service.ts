@@ -43,6 +43,12 @@ export class DatabaseService {
   openConnections: (databaseId: string) => number = () => 0;
   /** Connections being opened (a wake, the hop into the sandbox) per database. */
   private readonly opening = new Map<string, number>();
+  /**
+   * Databases the watch is putting to sleep now. A connection that arrives
+   * meanwhile waits for the hibernation to finish and wakes the database,
+   * instead of reaching a server that is about to be checkpointed.
+   */
+  readonly sleeping = new Set<string>();
 
   /** Client connections of a database, open or being opened: while any, it is not idle. */
   connections(databaseId: string): number {
@@ -339,6 +345,10 @@ export class DatabaseService {
     // wake and the front door counting the connection open (a slow hop on a busy host).
     this.opening.set(db.id, (this.opening.get(db.id) ?? 0) + 1);
     try {
+      // The watch checks for connections (this one counts from above) only after it
+      // marks the database sleeping: either it sees this one and stays awake, or this
+      // one sees it sleeping and waits for the hibernation, then wakes the database.
+      if (this.sleeping.has(db.id)) await this.locks.run(db.id, () => Promise.resolve());
       const live = await this.ready(db.org_id, db.id);
       return await this.host.sandboxes.openPort(live.sandbox_id, pooled ? PGBOUNCER_PORT : PG_PORT);
     } finally {

@@ -94,25 +94,35 @@ export class DatabaseWatch {
     if (!this.lastSeen.has(db.id)) this.lastSeen.set(db.id, Date.now()); // a start counts as one
     if (!idle(db)) return;
     await this.dbs.locks.run(db.id, async () => {
-      const current = await this.dbs.queries.byId(db.id);
-      if (current?.state !== 'ready' || this.dbs.connections(db.id) > 0 || !idle(current)) return;
-      // What waits in the outbox goes to the archive before the server sleeps.
-      await this.dbs.archiver.collect(current).catch(() => undefined);
-      const sbx = await this.dbs.lifecycle.get(db.org_id, db.sandbox_id);
-      if (sbx.state === 'running' || sbx.state === 'paused') {
-        const row = await this.dbs.lifecycle.row(db.org_id, db.sandbox_id);
-        await this.dbs.lifecycle.transition(row, 'hibernate', `database ${db.id} scaled to zero`);
+      this.dbs.sleeping.add(db.id);
+      try {
+        await this.sleep(db, idle);
+      } finally {
+        this.dbs.sleeping.delete(db.id);
       }
-      // A server that died since the pass began is not asleep: the next pass recovers it
-      // (a database marked hibernated on a stopped sandbox could never be woken).
-      if ((await this.dbs.lifecycle.get(db.org_id, db.sandbox_id)).state !== 'hibernated') return;
-      await this.dbs.queries.update(db.id, { state: 'hibernated' });
-      await this.dbs.queries.event(
-        db.id,
-        'hibernated',
-        `no connection for ${db.scale_to_zero_seconds} s: scaled to zero`,
-      );
     });
+  }
+
+  /** Hibernates the database's sandbox (under its lock, marked sleeping) if it is still idle. */
+  private async sleep(db: DatabaseRecord, idle: (d: DatabaseRecord) => boolean): Promise<void> {
+    const current = await this.dbs.queries.byId(db.id);
+    if (current?.state !== 'ready' || this.dbs.connections(db.id) > 0 || !idle(current)) return;
+    // What waits in the outbox goes to the archive before the server sleeps.
+    await this.dbs.archiver.collect(current).catch(() => undefined);
+    const sbx = await this.dbs.lifecycle.get(db.org_id, db.sandbox_id);
+    if (sbx.state === 'running' || sbx.state === 'paused') {
+      const row = await this.dbs.lifecycle.row(db.org_id, db.sandbox_id);
+      await this.dbs.lifecycle.transition(row, 'hibernate', `database ${db.id} scaled to zero`);
+    }
+    // A server that died since the pass began is not asleep: the next pass recovers it
+    // (a database marked hibernated on a stopped sandbox could never be woken).
+    if ((await this.dbs.lifecycle.get(db.org_id, db.sandbox_id)).state !== 'hibernated') return;
+    await this.dbs.queries.update(db.id, { state: 'hibernated' });
+    await this.dbs.queries.event(
+      db.id,
+      'hibernated',
+      `no connection for ${db.scale_to_zero_seconds} s: scaled to zero`,
+    );
   }
 
   /** Starts the database again on its volume, or restores it from the archive if the volume is lost. */
@@ -161,6 +171,7 @@ export class DatabaseWatch {
             throw err;
           }
           await this.dbs.queries.update(db.id, { sandbox_id: sbx.id, state: 'ready' });
+          this.lastSeen.set(db.id, Date.now()); // a start counts as a connection
           await this.dbs.queries.event(
             db.id,
             'recovered',
