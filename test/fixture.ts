@@ -6,7 +6,7 @@
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { execFileSync, spawn } from 'node:child_process';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { startPlatform, type Platform, type StartOptions } from '@warren/server';
 import { startLocalPostgres, type LocalPostgres } from '../packages/server/src/store/pg-local';
 
@@ -52,7 +52,10 @@ export async function startTestPlatform(
     port: 0,
     templatesDir: TEMPLATES_DIR,
     runsc: RUNSC,
-    logger: false,
+    // WARREN_TEST_LOG_DIR=<dir>: each platform logs (info) to <dir>/<its state directory's name>.log.
+    logger: process.env.WARREN_TEST_LOG_DIR
+      ? { level: 'info', file: join(process.env.WARREN_TEST_LOG_DIR, `${basename(home)}.log`) }
+      : false,
     destroyOnClose: true,
     onProgress: () => undefined,
     // A free port for the database front door: never collide with an install on 5433.
@@ -64,6 +67,7 @@ export async function startTestPlatform(
     if (!keepHome && !rest.home) rmSync(home, { recursive: true, force: true });
     throw err;
   });
+  unswept.set(home, () => sweepHome(home, keepHome));
   const api: TestPlatform['api'] = (path, init = {}) => {
     const { json, token, ...req } = init;
     const headers = new Headers(req.headers);
@@ -99,28 +103,54 @@ export async function startTestPlatform(
       try {
         await platform.close();
       } finally {
-        // Whatever a failed test left behind: no container of this home survives.
-        for (const id of (() => {
-          try {
-            return runscContainers();
-          } catch {
-            return [];
-          }
-        })()) {
-          try {
-            execFileSync(RUNSC, ['--root', join(home, 'runsc'), 'delete', '-force', id]);
-          } catch {
-            // already gone
-          }
-        }
-        // Loop mounts of sandbox disks and volumes a failed test left: never delete through them.
-        unmountBelow(home);
-        if (!keepHome) rmSync(home, { recursive: true, force: true });
+        unswept.delete(home);
+        sweepHome(home, keepHome);
         await cluster?.stop();
       }
     },
   };
 }
+
+/** Whatever a failed test left behind: no container of this home survives, nor its mounts. */
+function sweepHome(home: string, keepHome: boolean | undefined): void {
+  const root = join(home, 'runsc');
+  let ids: string[] = [];
+  try {
+    ids = execFileSync(RUNSC, ['--root', root, 'list', '-quiet'], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean);
+  } catch {
+    // no runsc state yet
+  }
+  for (const id of ids) {
+    try {
+      execFileSync(RUNSC, ['--root', root, 'delete', '-force', id]);
+    } catch {
+      // already gone
+    }
+  }
+  // Loop mounts of sandbox disks and volumes a failed test left: never delete through them.
+  unmountBelow(home);
+  if (!keepHome) rmSync(home, { recursive: true, force: true });
+}
+
+/**
+ * Platforms of this process not stopped yet. The test runner ends a file that
+ * runs past its timeout with SIGTERM, and no `after` hook runs then: their
+ * sandboxes would go on running (and loading the machine) after the process.
+ */
+const unswept = new Map<string, () => void>();
+for (const signal of ['SIGTERM', 'SIGINT'] as const)
+  process.once(signal, () => {
+    for (const sweep of unswept.values()) {
+      try {
+        sweep();
+      } catch {
+        // sweep the others
+      }
+    }
+    process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+  });
 
 /** Unmounts every mount at or below dir, deepest first (lazily if busy). */
 export function unmountBelow(dir: string): void {
