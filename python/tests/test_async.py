@@ -77,7 +77,9 @@ def test_async_sandbox_commands_and_handles() -> None:
             assert kinds[-1] == "exit" and "stdout" in kinds
             assert (await sbx.processes.get(info["pid"]))["exit_code"] == 0
             assert info["pid"] in [p["pid"] for p in await sbx.processes.list()]
-            bg = await sbx.processes.start(warren.to_exec_request("sleep 600"))
+            # No shell: `sh -c` catches a SIGINT that comes before it forks its command and
+            # then waits for that command (which never got it) to end.
+            bg = await sbx.processes.start(warren.to_exec_request("sleep", args=["600"]))
             await sbx.processes.signal(bg["pid"], "SIGINT")
             async with sbx.processes.output(bg["pid"]) as events:
                 last = [e async for e in events][-1]

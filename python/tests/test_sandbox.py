@@ -179,6 +179,9 @@ def test_processes_wire_level(sbx: warren.Sandbox) -> None:
     with sbx.processes.output(pid, follow=False) as events:
         kinds = [e["type"] for e in events]
     assert "stdout" in kinds and "exit" not in kinds
+    # The shell's SIGINT reaches `sleep` only once the shell has forked it (before, the shell
+    # catches it and waits for its command, which never got it).
+    wait_for(lambda: "sleep 600" in running_cmdlines(sbx), "the shell's sleep to start")
     sbx.processes.signal(pid, "SIGINT")
     with sbx.processes.output(pid) as events:
         last = list(events)[-1]

@@ -17,6 +17,9 @@ import { PG_OUTBOX } from './postgres';
 import { archivePrefix, fenceKey, walPrefix, type DatabaseProvisioner } from './provision';
 import { hostIds } from '../hosts/router';
 
+/** A collection of one database that takes longer than this is logged (it holds up the others). */
+const SLOW_COLLECT_MS = 5000;
+
 export class DatabaseArchiver {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
@@ -61,9 +64,14 @@ export class DatabaseArchiver {
         this.lag.notReady(db.id);
         continue;
       }
+      const started = Date.now();
       await this.collectAndMeasure(db).catch((err: Error) =>
         this.log.warn({ database: db.id, err: err.message }, 'archive pass failed'),
       );
+      // Every database's archiving waits on this pass: say when one held it up.
+      const tookMs = Date.now() - started;
+      if (tookMs > SLOW_COLLECT_MS)
+        this.log.warn({ database: db.id, ms: tookMs }, 'archive pass: slow collection');
       if (this.backingUp.has(db.id) || !this.backupDue(db)) continue;
       // Read again: a backup that ended while this pass collected has updated the record.
       const now = await this.queries.byId(db.id);
