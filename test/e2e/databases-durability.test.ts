@@ -97,7 +97,8 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
       assert.ok((await queries.byId(db.id))!.last_connection_at! > opened);
       await c.query('COMMIT');
     });
-    await waitForState(p, db.id, 'hibernated', 30_000);
+    // A hibernation first moves what waits in the outbox to the archive: slow on a loaded machine.
+    await waitForState(p, db.id, 'hibernated', 90_000);
     const started = Date.now();
     const rows = await withClient(p, db.connection_url, (c) => c.query('SELECT v FROM s'));
     assert.deepEqual(rows.rows, [{ v: 'before sleep' }]);
@@ -156,7 +157,7 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
     // Its sandbox is lost while it sleeps: a connection is told it recovers, and the server
     // starts again on its volume with the data; it never stays a hibernated database
     // whose sandbox cannot wake.
-    await waitForState(p, db.id, 'hibernated', 30_000);
+    await waitForState(p, db.id, 'hibernated', 90_000);
     const asleep = await p.json<Database>(`/v1/databases/${db.id}`);
     await p.context.databases.service.lifecycle.destroy(
       asleep.org_id,
