@@ -21,7 +21,7 @@ import type { HostService } from '../hosts/service';
 import type { QuotaService } from '../quotas/service';
 import type { SandboxRecord, SnapshotRecord, Store } from '../store/store';
 import type { VolumeService } from '../volume-service';
-import { isoIn } from './clock';
+import { activityNow, isoIn } from './clock';
 import type { SandboxLifecycle } from './lifecycle';
 
 export interface LaunchOptions {
@@ -182,8 +182,7 @@ export class SandboxCreator {
         env: o.env,
         ttl_seconds: ttl,
         created_at: isoIn(clock),
-        last_activity_at: isoIn(clock),
-        expires_at: isoIn(clock, ttl),
+        ...activityNow(clock, ttl),
         stopped_at: null,
         stop_reason: null,
         parent_id: o.parentId ?? null,

@@ -17,7 +17,7 @@ import type { Config } from '../config';
 import { newPreviewToken, previewUrl } from '../preview/token';
 import type { SandboxRecord, Store } from '../store/store';
 import type { VolumeService } from '../volume-service';
-import { isoIn, type Clock } from './clock';
+import { activityNow, isoIn, type Clock } from './clock';
 import type { MemoryPressure } from './pressure';
 import { sandboxView } from './view';
 
@@ -207,10 +207,7 @@ export class SandboxLifecycle {
   }
 
   async touch(row: Pick<SandboxRecord, 'id' | 'ttl_seconds'>): Promise<void> {
-    await this.store.updateSandbox(row.id, {
-      last_activity_at: isoIn(this.clock),
-      expires_at: isoIn(this.clock, row.ttl_seconds),
-    });
+    await this.store.updateSandbox(row.id, activityNow(this.clock, row.ttl_seconds));
   }
 
   async update(orgId: string, id: string, patch: UpdateSandboxRequest): Promise<Sandbox> {
@@ -225,8 +222,7 @@ export class SandboxLifecycle {
       ...(patch.idle_timeout_seconds !== undefined
         ? { idle_timeout_seconds: patch.idle_timeout_seconds }
         : {}),
-      last_activity_at: isoIn(this.clock),
-      expires_at: isoIn(this.clock, ttl),
+      ...activityNow(this.clock, ttl),
     });
     return this.get(orgId, id);
   }
