@@ -78,10 +78,25 @@ export async function dropDatabase(p: TestPlatform, id: string): Promise<void> {
   await p.api(`/v1/databases/${id}`, { method: 'DELETE' });
 }
 
+/** Waits for the first base backup of a database (taken in the background right after create). */
+export function firstBaseBackup(p: TestPlatform, db: Database) {
+  return waitFor(
+    async () => (await p.json<Database>(`/v1/databases/${db.id}`)).archive.last_base_backup_at,
+    { what: 'first base backup', timeoutMs: 60_000, intervalMs: 200 },
+  );
+}
+
+/** The events of a database, oldest first. */
+export async function databaseEvents(p: TestPlatform, id: string) {
+  return (
+    await p.json<{ items: Array<{ kind: string; message: string }> }>(`/v1/databases/${id}/events`)
+  ).items;
+}
+
 /**
  * Ends the current WAL file (as the server's superuser, inside the sandbox) and waits until the
- * archive has it. Within 90 s: on a 2-core machine loaded by other suites it once took more than
- * 30 s (what holds it up then is not known yet; the platform logs of WARREN_TEST_LOG_DIR show it).
+ * archive has it. Within 90 s: on a 2-core machine loaded by other suites a 16 MiB WAL file took
+ * up to 50 s to stream out of its sandbox (docs/limits.md, "WAL archiving slows down").
  */
 export async function archiveNow(p: TestPlatform, db: Database): Promise<string> {
   const server = p.context.databases.service.provisioner.postgres(db.sandbox_id);

@@ -9,8 +9,15 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Database } from '@warren/protocol';
 import { startTestPlatform, type TestPlatform } from '../fixture';
-import { archiveNow, connectError, createDatabase, dropDatabase, withClient } from '../databases';
-import { waitFor, waitUntil } from '../wait';
+import {
+  archiveNow,
+  connectError,
+  createDatabase,
+  dropDatabase,
+  firstBaseBackup,
+  withClient,
+} from '../databases';
+import { waitUntil } from '../wait';
 
 describe('database archive, restores and branches (real gVisor)', { timeout: 900_000 }, () => {
   let p: TestPlatform;
@@ -40,14 +47,7 @@ describe('database archive, restores and branches (real gVisor)', { timeout: 900
 
   it('archives WAL continuously and restores to a point in time between two inserts', async () => {
     // The first base backup is taken right after create.
-    await waitFor(
-      async () => (await p.json<Database>(`/v1/databases/${db.id}`)).archive.last_base_backup_at,
-      {
-        what: 'first base backup',
-        timeoutMs: 60_000,
-        intervalMs: 200,
-      },
-    );
+    await firstBaseBackup(p, db);
     await withClient(p, db.connection_url, async (c) => {
       await c.query('CREATE TABLE events (name text)');
       await c.query(`INSERT INTO events VALUES ('first')`);
@@ -119,10 +119,7 @@ describe('database archive, restores and branches (real gVisor)', { timeout: 900
     // An hour of archive_timeout: nothing but the restore's own switch ends a WAL file.
     const idle = await createDatabase(p, { label: 'idle', archive_timeout_seconds: 3600 });
     made.push(idle.id);
-    await waitFor(
-      async () => (await p.json<Database>(`/v1/databases/${idle.id}`)).archive.last_base_backup_at,
-      { what: 'first base backup', timeoutMs: 60_000, intervalMs: 200 },
-    );
+    await firstBaseBackup(p, idle);
     await withClient(p, idle.connection_url, (c) =>
       c.query("CREATE TABLE kept AS SELECT 'yes' AS v"),
     );

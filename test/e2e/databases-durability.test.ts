@@ -7,7 +7,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Database } from '@warren/protocol';
 import { startTestPlatform, type TestPlatform } from '../fixture';
-import { connectError, createDatabase, dropDatabase, waitForState, withClient } from '../databases';
+import {
+  connectError,
+  createDatabase,
+  databaseEvents,
+  dropDatabase,
+  waitForState,
+  withClient,
+} from '../databases';
 import { waitFor } from '../wait';
 
 describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
@@ -25,13 +32,6 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
       await p?.stop();
     }
   });
-
-  const events = async (id: string) =>
-    (
-      await p.json<{ items: Array<{ kind: string; message: string }> }>(
-        `/v1/databases/${id}/events`,
-      )
-    ).items;
 
   it('restarts a killed server on its volume with every committed row, with a writer running', async () => {
     const db = await createDatabase(p, { label: 'crash' });
@@ -75,7 +75,7 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
       [],
       'every committed row survived',
     );
-    const kinds = (await events(db.id)).map((e) => e.kind);
+    const kinds = (await databaseEvents(p, db.id)).map((e) => e.kind);
     assert.ok(kinds.includes('crashed') && kinds.includes('recovered'), kinds.join(','));
   });
 
@@ -104,7 +104,7 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
     assert.deepEqual(rows.rows, [{ v: 'before sleep' }]);
     assert.ok(Date.now() - started < 30_000);
     assert.equal((await p.json<Database>(`/v1/databases/${db.id}`)).state, 'ready');
-    const kinds = (await events(db.id)).map((e) => e.kind);
+    const kinds = (await databaseEvents(p, db.id)).map((e) => e.kind);
     assert.ok(kinds.includes('hibernated') && kinds.includes('woken'), kinds.join(','));
 
     // A client of another control plane (its front door records it in the store, as above)
@@ -151,7 +151,7 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
       release();
       lifecycle.transition = transition;
     }
-    const raced = (await events(db.id)).map((e) => e.kind);
+    const raced = (await databaseEvents(p, db.id)).map((e) => e.kind);
     assert.deepEqual(raced.slice(-2), ['hibernated', 'woken'], raced.join(','));
 
     // Its sandbox is lost while it sleeps: a connection is told it recovers, and the server
@@ -168,7 +168,7 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
     await waitForState(p, db.id, 'ready', 120_000);
     const back = await withClient(p, db.connection_url, (c) => c.query('SELECT v FROM s'));
     assert.deepEqual(back.rows, [{ v: 'before sleep' }]);
-    const after = (await events(db.id)).map((e) => e.kind);
+    const after = (await databaseEvents(p, db.id)).map((e) => e.kind);
     assert.ok(after.includes('crashed') && after.includes('recovered'), after.join(','));
   });
 });

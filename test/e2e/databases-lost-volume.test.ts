@@ -11,7 +11,14 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Database } from '@warren/protocol';
 import { startTestPlatform, unmountBelow, type TestPlatform } from '../fixture';
-import { archiveNow, createDatabase, dropDatabase, withClient } from '../databases';
+import {
+  archiveNow,
+  createDatabase,
+  databaseEvents,
+  dropDatabase,
+  firstBaseBackup,
+  withClient,
+} from '../databases';
 import { startS3, type TestS3 } from '../s3';
 import { waitFor } from '../wait';
 
@@ -31,11 +38,6 @@ describe('databases restored when their volume is lost (real gVisor)', { timeout
     }
   });
 
-  const firstBaseBackup = (db: Database) =>
-    waitFor(
-      async () => (await p.json<Database>(`/v1/databases/${db.id}`)).archive.last_base_backup_at,
-      { what: 'first base backup', timeoutMs: 60_000, intervalMs: 200 },
-    );
   /** The disk is lost: the server dies and its volume with it; resolves once restored (epoch 2). */
   async function loseVolume(db: Database): Promise<Database> {
     const rec = (await p.context.databases.service.queries.byId(db.id))!;
@@ -51,17 +53,11 @@ describe('databases restored when their volume is lost (real gVisor)', { timeout
       { what: 'the database restored under epoch 2', timeoutMs: 120_000, intervalMs: 300 },
     );
   }
-  const events = async (id: string) =>
-    (
-      await p.json<{ items: Array<{ kind: string; message: string }> }>(
-        `/v1/databases/${id}/events`,
-      )
-    ).items;
 
   it('restores a database whose volume is lost from the archive, under a new epoch', async () => {
     const db = await createDatabase(p, { label: 'lost-volume' });
     made.push(db.id);
-    await firstBaseBackup(db);
+    await firstBaseBackup(p, db);
     await withClient(p, db.connection_url, async (c) => {
       await c.query('CREATE TABLE kept (n int)');
       await c.query('INSERT INTO kept SELECT generate_series(1, 1000)');
@@ -72,7 +68,7 @@ describe('databases restored when their volume is lost (real gVisor)', { timeout
       c.query('SELECT count(*)::int AS n FROM kept'),
     );
     assert.equal(n.rows[0].n, 1000);
-    assert.ok((await events(db.id)).some((e) => e.kind === 'restored'));
+    assert.ok((await databaseEvents(p, db.id)).some((e) => e.kind === 'restored'));
     // An old copy that came back could not archive under this id any more.
     const sbx = back.sandbox_id;
     await p.host.files.write(sbx, '/var/lib/warren-pg/archive-outbox/stale', Readable.from(['x']));
@@ -91,7 +87,7 @@ describe('databases restored when their volume is lost (real gVisor)', { timeout
     made.push(db.id);
     // The state of a database whose host is lost right after create: no base backup yet.
     // (The one taken in the background is forgotten once it is done.)
-    await firstBaseBackup(db);
+    await firstBaseBackup(p, db);
     await p.context.store.db
       .deleteFrom('database_backups')
       .where('database_id', '=', db.id)
@@ -106,7 +102,7 @@ describe('databases restored when their volume is lost (real gVisor)', { timeout
       c.query('SELECT count(*)::int AS n, max(n)::int AS top FROM kept'),
     );
     assert.deepEqual([n.rows[0].n, n.rows[0].top], [700, 700]);
-    const restored = (await events(db.id)).filter((e) => e.kind === 'restored');
+    const restored = (await databaseEvents(p, db.id)).filter((e) => e.kind === 'restored');
     assert.match(restored.at(-1)!.message, /the seed cluster: no base backup yet/);
     await withClient(p, back.connection_url, (c) => c.query('INSERT INTO kept VALUES (701)'));
   });
@@ -132,14 +128,7 @@ describe('database archive in an S3-compatible bucket (s3rver)', () => {
   it('ships WAL and base backups to the bucket, and restores from it', async () => {
     const db = await createDatabase(p, { label: 's3' });
     try {
-      await waitFor(
-        async () => (await p.json<Database>(`/v1/databases/${db.id}`)).archive.last_base_backup_at,
-        {
-          what: 'first base backup',
-          timeoutMs: 60_000,
-          intervalMs: 200,
-        },
-      );
+      await firstBaseBackup(p, db);
       await withClient(p, db.connection_url, (c) => c.query('CREATE TABLE t AS SELECT 7 AS n'));
       const file = await archiveNow(p, db);
       const keys = (await p.host.archive.list(`databases/${db.id}/`)).map((o) => o.key);
