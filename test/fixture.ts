@@ -79,12 +79,7 @@ export async function startTestPlatform(
       body: json !== undefined ? JSON.stringify(json) : req.body,
     });
   };
-  const runscContainers = () => {
-    const out = execFileSync(RUNSC, ['--root', join(home, 'runsc'), 'list', '-quiet'], {
-      encoding: 'utf8',
-    });
-    return out.split('\n').filter(Boolean);
-  };
+  const runscContainers = () => containersOf(home);
   return {
     ...platform,
     home,
@@ -111,20 +106,26 @@ export async function startTestPlatform(
   };
 }
 
+/** The runsc containers of a platform's state directory. */
+function containersOf(home: string): string[] {
+  return execFileSync(RUNSC, ['--root', join(home, 'runsc'), 'list', '-quiet'], {
+    encoding: 'utf8',
+  })
+    .split('\n')
+    .filter(Boolean);
+}
+
 /** Whatever a failed test left behind: no container of this home survives, nor its mounts. */
 function sweepHome(home: string, keepHome: boolean | undefined): void {
-  const root = join(home, 'runsc');
   let ids: string[] = [];
   try {
-    ids = execFileSync(RUNSC, ['--root', root, 'list', '-quiet'], { encoding: 'utf8' })
-      .split('\n')
-      .filter(Boolean);
+    ids = containersOf(home);
   } catch {
     // no runsc state yet
   }
   for (const id of ids) {
     try {
-      execFileSync(RUNSC, ['--root', root, 'delete', '-force', id]);
+      execFileSync(RUNSC, ['--root', join(home, 'runsc'), 'delete', '-force', id]);
     } catch {
       // already gone
     }
