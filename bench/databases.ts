@@ -10,6 +10,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { startTestPlatform } from '../test/fixture';
 import { progress, type DbBench } from './databases/common';
+import { archiveRow } from './databases/archive';
 import { copyRows } from './databases/copies';
 import { DirectPostgres } from './databases/direct-pg';
 import { createRow, wakeRow } from './databases/latency';
@@ -28,7 +29,7 @@ const failed: string[] = [];
 let tps: { results: TpsResult[]; title: string } | null = null;
 let risk: string[] = [];
 
-/** `BENCH_DB_ONLY=create,wake` runs only those groups (create, wake, pgbench, copies, risk). */
+/** `BENCH_DB_ONLY=create,wake` runs only those groups (create, wake, pgbench, archive, copies, risk). */
 const only = process.env.BENCH_DB_ONLY?.split(',').map((s) => s.trim());
 
 /** One group of rows; a failure is reported and the next group runs. */
@@ -49,6 +50,7 @@ try {
   await section('create', async () => void rows.push((create = await createRow(b))));
   await section('wake', async () => void rows.push((wake = await wakeRow(b))));
   await section('pgbench', async () => void (tps = await pgbenchRows(b)));
+  await section('archive', async () => void rows.push(await archiveRow(b)));
   await section('copies', () => copyRows(b, rows));
   await section('risk', async () => void (risk = await riskNotes(b)));
 

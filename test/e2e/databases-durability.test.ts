@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Database } from '@warren/protocol';
 import { startTestPlatform, type TestPlatform } from '../fixture';
 import {
@@ -39,6 +40,8 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
     await withClient(p, db.connection_url, (c) => c.query('CREATE TABLE w (n int primary key)'));
     const committed: number[] = [];
     let stop = false;
+    // Ends with the test whatever happens: a writer left running after a failed wait would spin
+    // on connections that fail at once once the platform is stopped, and starve the process.
     const writer = (async () => {
       for (let n = 1; !stop; n++) {
         try {
@@ -46,28 +49,33 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
           committed.push(n);
         } catch {
           // the server is down: this row was not committed
+          await delay(50);
         }
       }
     })();
-    await waitFor(() => committed.length >= 5, {
-      what: 'rows before the crash',
-      timeoutMs: 30_000,
-    });
-    await p.host.driver.kill(db.sandbox_id);
-    const back = await waitFor(
-      async () => {
-        const v = await p.json<Database>(`/v1/databases/${db.id}`);
-        return v.state === 'ready' && v.sandbox_id !== db.sandbox_id ? v : null;
-      },
-      { what: 'the database back on a new sandbox', timeoutMs: 90_000, intervalMs: 200 },
-    );
-    const before = committed.length;
-    await waitFor(() => committed.length > before + 2, {
-      what: 'writes after recovery',
-      timeoutMs: 30_000,
-    });
-    stop = true;
-    await writer;
+    let back: Database;
+    try {
+      await waitFor(() => committed.length >= 5, {
+        what: 'rows before the crash',
+        timeoutMs: 60_000,
+      });
+      await p.host.driver.kill(db.sandbox_id);
+      back = await waitFor(
+        async () => {
+          const v = await p.json<Database>(`/v1/databases/${db.id}`);
+          return v.state === 'ready' && v.sandbox_id !== db.sandbox_id ? v : null;
+        },
+        { what: 'the database back on a new sandbox', timeoutMs: 90_000, intervalMs: 200 },
+      );
+      const before = committed.length;
+      await waitFor(() => committed.length > before + 2, {
+        what: 'writes after recovery',
+        timeoutMs: 30_000,
+      });
+    } finally {
+      stop = true;
+      await writer;
+    }
     const rows = await withClient(p, back.connection_url, (c) => c.query('SELECT n FROM w'));
     const present = new Set(rows.rows.map((r) => r.n as number));
     assert.deepEqual(

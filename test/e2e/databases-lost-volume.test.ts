@@ -69,17 +69,21 @@ describe('databases restored when their volume is lost (real gVisor)', { timeout
     );
     assert.equal(n.rows[0].n, 1000);
     assert.ok((await databaseEvents(p, db.id)).some((e) => e.kind === 'restored'));
-    // An old copy that came back could not archive under this id any more.
+    // An old copy that came back could not archive under this id any more. Its outbox is
+    // another directory here, or the platform's own archiver (epoch 2) might take the file first.
     const sbx = back.sandbox_id;
-    await p.host.files.write(sbx, '/var/lib/warren-pg/archive-outbox/stale', Readable.from(['x']));
+    const outbox = '/var/lib/warren-pg/stale-outbox';
+    await p.host.files.mkdir(sbx, { path: outbox, parents: true });
+    await p.host.files.write(sbx, `${outbox}/stale`, Readable.from(['x']));
     await assert.rejects(
-      p.host.archive.collect(sbx, '/var/lib/warren-pg/archive-outbox', `databases/${db.id}/wal/`, {
+      p.host.archive.collect(sbx, outbox, `databases/${db.id}/wal/`, {
         key: `databases/${db.id}/epoch`,
         value: '1',
       }),
       /DATABASE_FENCED|epoch/,
     );
-    await p.host.files.remove(sbx, '/var/lib/warren-pg/archive-outbox/stale', false);
+    assert.equal((await p.host.files.list(sbx, outbox)).items.length, 1);
+    await p.host.files.remove(sbx, outbox, true);
   });
 
   it('restores a database lost before its first base backup from the seed and its whole archive', async () => {

@@ -36,6 +36,7 @@ import { SandboxRegistry } from './sandboxes/registry';
 import { memoryUsedMb, reclaimSandbox, sandboxUsage } from './sandboxes/usage';
 import { createObjectStore, hostArchiveApi } from './archive';
 import { checkKey } from './archive/store';
+import { readFromVolume } from './archive/volume-read';
 import { createSnapshotStore, type SnapshotStore } from './snapshots';
 import { HostVolumes, plainName, templateSeed } from './storage/host-volumes';
 import { bake } from './templates/bake';
@@ -188,6 +189,13 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
           journal: o.journal,
           seed: o.seed && (await templateSeed(ctx.catalog, o.seed)),
           unpack: o.unpack && archivedTar(o.unpack),
+          fetch: o.fetch && {
+            to: plainName(o.fetch.to),
+            files: o.fetch.keys.map((key) => {
+              checkKey(key);
+              return { name: key.slice(key.lastIndexOf('/') + 1), body: () => objects.get(key) };
+            }),
+          },
         }),
       clone: (from, to) => ctx.volumes.clone(from, to),
       remove: (id) => ctx.volumes.remove(id),
@@ -195,7 +203,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       mount: (id) => ctx.volumes.ensureMounted(id),
     },
     snapshots: { delete: (snapshotId) => ctx.snapshots.delete(snapshotId) },
-    archive: hostArchiveApi(objects, files),
+    archive: hostArchiveApi(objects, files, (id, path) => readFromVolume(ctx, id, path)),
     settle: () => ctx.registry.settle(),
     isLive: (id) => ctx.registry.has(id),
     templateRecord: (name) => ctx.catalog.get(name),

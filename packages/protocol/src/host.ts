@@ -288,6 +288,7 @@ export interface VolumeCreateOptions {
   journal?: boolean;
   seed?: { template: string; from: string; to: string };
   unpack?: { key: string; to: string }; // an archived .tar.gz; `<to>`: 0700, owned as its entries
+  fetch?: { keys: string[]; to: string }; // archived objects, each as `<to>/<last part of its key>`
 }
 
 export interface HostVolumeApi {
@@ -295,7 +296,8 @@ export interface HostVolumeApi {
    * Makes a volume's file system; INSUFFICIENT_CAPACITY when the host's disk cannot hold it.
    * `journal` for data that must survive a host crash (databases). `seed` copies a directory of
    * a template's root (owners and modes kept), `unpack` an archived tar, as `<to>` at the top of
-   * what sandboxes see: done by the host, at the speed of the host's disk.
+   * what sandboxes see; `fetch` copies archived objects into a directory `<to>` there (0755, its
+   * files 0644, owned by root): done by the host, at the speed of the host's disk.
    */
   create(id: string, sizeMb: number, o?: VolumeCreateOptions): Promise<void>;
   remove(id: string): Promise<void>;
@@ -341,8 +343,6 @@ export interface HostArchiveApi {
   ): Promise<ArchivedObject[]>;
   /** Stores a sandbox's file under key. */
   upload(sandboxId: string, path: string, key: string): Promise<ArchivedObject>;
-  /** Writes an archived object into a sandbox's file (ARCHIVE_OBJECT_NOT_FOUND if missing). */
-  download(key: string, sandboxId: string, path: string): Promise<ArchivedObject>;
   /** Stores a small object (fences, markers). */
   put(key: string, body: string): Promise<void>;
   /** A small object's text, or null when there is none. */

@@ -9,6 +9,7 @@ import type { S3StoreConfig } from '../snapshots/s3';
 import { LocalObjectStore } from './local';
 import { S3ObjectStore } from './s3';
 import { type ObjectStore } from './store';
+import type { VolumeFile } from './volume-read';
 
 export function createObjectStore(home: string, s3?: S3StoreConfig): ObjectStore {
   return s3 ? new S3ObjectStore(s3) : new LocalObjectStore(join(home, 'archive'));
@@ -25,9 +26,18 @@ async function text(store: ObjectStore, key: string): Promise<string | null> {
   }
 }
 
-export function hostArchiveApi(store: ObjectStore, files: HostFileApi): HostArchiveApi {
+/**
+ * `fromVolume` reads a sandbox's file from the host's mount of its volume when
+ * it is on one (see volume-read.ts), else answers null and the sandbox sends it.
+ */
+export function hostArchiveApi(
+  store: ObjectStore,
+  files: HostFileApi,
+  fromVolume: (sandboxId: string, path: string) => Promise<VolumeFile | null> = async () => null,
+): HostArchiveApi {
   const upload = async (sandboxId: string, path: string, key: string) => {
-    const { size, stream } = await files.read(sandboxId, path);
+    const { size, stream } =
+      (await fromVolume(sandboxId, path)) ?? (await files.read(sandboxId, path));
     await store.put(key, stream, size);
     return { key, size };
   };
@@ -62,11 +72,6 @@ export function hostArchiveApi(store: ObjectStore, files: HostFileApi): HostArch
       return moved;
     },
     upload,
-    async download(key, sandboxId, path) {
-      const body = await store.get(key);
-      const res = await files.write(sandboxId, path, body as never);
-      return { key, size: res.size };
-    },
     put: (key, body) => store.put(key, Buffer.from(body), Buffer.byteLength(body)),
     get: (key) => text(store, key),
     list: (prefix) => store.list(prefix),

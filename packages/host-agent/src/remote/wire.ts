@@ -34,7 +34,7 @@ export const PLAIN_CALLS: Record<string, readonly string[]> = {
   templates: ['list', 'get', 'checkNew', 'rebuildReplacesRoot', 'remove', 'publish', 'fetch'],
   volumes: ['create', 'remove', 'usedBytes', 'mount', 'clone'],
   snapshots: ['delete'],
-  archive: ['collect', 'upload', 'download', 'put', 'get', 'list', 'remove'],
+  archive: ['collect', 'upload', 'put', 'get', 'list', 'remove'],
 };
 
 /** Header carrying the JSON arguments of a call whose body is a byte stream. */

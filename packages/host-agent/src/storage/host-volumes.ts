@@ -8,11 +8,13 @@
  * Mounts outlive a restart of Warren, like sandboxes do; at start every
  * volume that is not mounted (after a reboot) is mounted again.
  */
+import { createWriteStream } from 'node:fs';
 import { lstat, mkdir, realpath, rm, statfs } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { TemplateCatalog } from '../templates/catalog';
 import { WarrenError } from '@warren/protocol';
 import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import {
   copyFrozen,
   copyTree,
@@ -46,6 +48,7 @@ export class HostVolumes {
       journal?: boolean;
       seed?: { dir: string; to: string };
       unpack?: { body: () => Promise<Readable>; to: string };
+      fetch?: { files: Array<{ name: string; body: () => Promise<Readable> }>; to: string };
     } = {},
   ): Promise<void> {
     await mkdir(this.root, { recursive: true, mode: 0o700 });
@@ -65,6 +68,15 @@ export class HostVolumes {
       await mkdir(this.data(id), { mode: 0o755 });
       if (o.seed) await copyTree(o.seed.dir, join(this.data(id), o.seed.to));
       if (o.unpack) await untarInto(await o.unpack.body(), join(this.data(id), o.unpack.to));
+      if (o.fetch) {
+        const to = join(this.data(id), o.fetch.to);
+        await mkdir(to, { mode: 0o755 });
+        for (const f of o.fetch.files)
+          await pipeline(
+            await f.body(),
+            createWriteStream(join(to, plainName(f.name)), { flags: 'wx', mode: 0o644 }),
+          );
+      }
     } catch (err) {
       await this.remove(id);
       throw err;

@@ -9,7 +9,7 @@ import type { SandboxCreator } from '../sandboxes/create';
 import type { SandboxLifecycle } from '../sandboxes/lifecycle';
 import type { DatabaseRecord } from '../store/databases';
 import { DB_TEMPLATE, GuestPostgres, PG_DATA, PG_MOUNT, PG_OUTBOX, PG_STAGING } from './postgres';
-import { RESTORE_BASE_NAME, SEED_DIR, SEEDED_DATA } from './postgres/layout';
+import { RESTORE_BASE_NAME, RESTORE_WAL_NAME, SEED_DIR, SEEDED_DATA } from './postgres/layout';
 import type { HostService } from '../hosts/service';
 
 export interface Sizing {
@@ -33,8 +33,14 @@ export class DatabaseProvisioner {
    * init takes as the new data directory): far faster than a copy made in
    * the sandbox.
    */
-  /** `unpack`: an archived base backup the host unpacks onto it as RESTORE_BASE. */
-  async newVolume(sizeMb: number, o: { seeded?: boolean; unpack?: string } = {}): Promise<string> {
+  /**
+   * `unpack`: an archived base backup the host unpacks onto it as RESTORE_BASE;
+   * `wal`: archived WAL files the host copies onto it into RESTORE_WAL.
+   */
+  async newVolume(
+    sizeMb: number,
+    o: { seeded?: boolean; unpack?: string; wal?: string[] } = {},
+  ): Promise<string> {
     const id = newId('volume');
     // The server's sandbox follows its volume (placement pins it there).
     const placed = await this.hosts?.place({ template: DB_TEMPLATE, memoryMb: 0 });
@@ -45,6 +51,7 @@ export class DatabaseProvisioner {
         seed: { template: DB_TEMPLATE, from: SEED_DIR, to: SEEDED_DATA.slice(PG_MOUNT.length + 1) },
       }),
       ...(o.unpack && { unpack: { key: o.unpack, to: RESTORE_BASE_NAME } }),
+      ...(o.wal && { fetch: { keys: o.wal, to: RESTORE_WAL_NAME } }),
     });
     return id;
   }

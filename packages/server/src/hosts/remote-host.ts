@@ -178,15 +178,7 @@ export async function connectRemoteHost(o: RemoteHostOptions): Promise<RemoteHos
     templates: templateApi(rpc),
     volumes: group(rpc, 'volumes', ['create', 'remove', 'usedBytes', 'mount', 'clone']),
     snapshots: group(rpc, 'snapshots', ['delete']),
-    archive: group(rpc, 'archive', [
-      'collect',
-      'upload',
-      'download',
-      'put',
-      'get',
-      'list',
-      'remove',
-    ]),
+    archive: group(rpc, 'archive', ['collect', 'upload', 'put', 'get', 'list', 'remove']),
     async close(c = {}) {
       events?.stop();
       try {

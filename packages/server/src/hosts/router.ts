@@ -344,8 +344,6 @@ export class HostRouter implements HostApi {
       (await this.ofSandbox(sandboxId)).archive.collect(sandboxId, dir, prefix, fence),
     upload: async (sandboxId, path, key) =>
       (await this.ofSandbox(sandboxId)).archive.upload(sandboxId, path, key),
-    download: async (key, sandboxId, path) =>
-      (await this.ofSandbox(sandboxId)).archive.download(key, sandboxId, path),
     put: (key, body) => this.local.archive.put(key, body),
     get: (key) => this.local.archive.get(key),
     list: (prefix) => this.local.archive.list(prefix),

@@ -15,6 +15,9 @@ export const PG_STAGING = '/var/lib/warren-pg/staging';
 /** A base backup the host unpacked onto a new volume for a restore (restore.ts). */
 export const RESTORE_BASE_NAME = 'restore-base';
 export const RESTORE_BASE = `${PG_MOUNT}/${RESTORE_BASE_NAME}`;
+/** WAL files the host fetched from the archive onto a new volume for a restore (restore.ts). */
+export const RESTORE_WAL_NAME = 'restore-wal';
+export const RESTORE_WAL = `${PG_MOUNT}/${RESTORE_WAL_NAME}`;
 /** The seed cluster the host copied onto a new volume (provision.ts newVolume `seeded`). */
 export const SEEDED_DATA = `${PG_MOUNT}/data.seed`;
 /** PostgreSQL on the sandbox's loopback (SCRAM over TCP, trust over the Unix socket). */
