@@ -35,8 +35,9 @@ describe('a database on a host that is lost', () => {
 
   before(async () => {
     s3 = await startS3();
+    // Heartbeats every third of the lease: 3 s lost live agents when the machine was loaded.
     p = await startTestPlatform({
-      hostLeaseMs: 3000,
+      hostLeaseMs: 6000,
       dbPort: 0,
       snapshotStore: { kind: 's3', ...s3.config },
     });

@@ -36,7 +36,7 @@ import { SandboxRegistry } from './sandboxes/registry';
 import { memoryUsedMb, reclaimSandbox, sandboxUsage } from './sandboxes/usage';
 import { createObjectStore, hostArchiveApi } from './archive';
 import { checkKey } from './archive/store';
-import { readFromVolume } from './archive/volume-read';
+import { volumeReader } from './archive/volume-read';
 import { createSnapshotStore, type SnapshotStore } from './snapshots';
 import { HostVolumes, plainName, templateSeed } from './storage/host-volumes';
 import { bake } from './templates/bake';
@@ -203,7 +203,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       mount: (id) => ctx.volumes.ensureMounted(id),
     },
     snapshots: { delete: (snapshotId) => ctx.snapshots.delete(snapshotId) },
-    archive: hostArchiveApi(objects, files, (id, path) => readFromVolume(ctx, id, path)),
+    archive: hostArchiveApi(objects, files, volumeReader(ctx)),
     settle: () => ctx.registry.settle(),
     isLive: (id) => ctx.registry.has(id),
     templateRecord: (name) => ctx.catalog.get(name),

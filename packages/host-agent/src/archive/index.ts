@@ -9,7 +9,7 @@ import type { S3StoreConfig } from '../snapshots/s3';
 import { LocalObjectStore } from './local';
 import { S3ObjectStore } from './s3';
 import { type ObjectStore } from './store';
-import type { VolumeFile } from './volume-read';
+import type { VolumeReader } from './volume-read';
 
 export function createObjectStore(home: string, s3?: S3StoreConfig): ObjectStore {
   return s3 ? new S3ObjectStore(s3) : new LocalObjectStore(join(home, 'archive'));
@@ -27,27 +27,29 @@ async function text(store: ObjectStore, key: string): Promise<string | null> {
 }
 
 /**
- * `fromVolume` reads a sandbox's file from the host's mount of its volume when
- * it is on one (see volume-read.ts), else answers null and the sandbox sends it.
+ * `volume` lists and reads a sandbox's files from the host's mount of its
+ * volume when they are on one (see volume-read.ts), else answers null and the
+ * sandbox does it.
  */
 export function hostArchiveApi(
   store: ObjectStore,
   files: HostFileApi,
-  fromVolume: (sandboxId: string, path: string) => Promise<VolumeFile | null> = async () => null,
+  volume: VolumeReader = { read: async () => null, list: async () => null },
 ): HostArchiveApi {
   const upload = async (sandboxId: string, path: string, key: string) => {
     const { size, stream } =
-      (await fromVolume(sandboxId, path)) ?? (await files.read(sandboxId, path));
+      (await volume.read(sandboxId, path)) ?? (await files.read(sandboxId, path));
     await store.put(key, stream, size);
     return { key, size };
   };
   return {
     async collect(sandboxId, dir, prefix, fence) {
-      const listing = await files.list(sandboxId, dir);
-      const ready = listing.items
-        .filter((e) => e.type === 'file' && !e.name.endsWith('.tmp'))
-        .map((e) => e.name)
-        .sort();
+      const names =
+        (await volume.list(sandboxId, dir)) ??
+        (await files.list(sandboxId, dir)).items
+          .filter((e) => e.type === 'file')
+          .map((e) => e.name);
+      const ready = names.filter((name) => !name.endsWith('.tmp')).sort();
       if (ready.length === 0) return [];
       if (fence) {
         const current = await text(store, fence.key);

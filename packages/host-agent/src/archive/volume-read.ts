@@ -11,11 +11,12 @@
  * kept only if the kernel says the opened file is inside the volume's root
  * (an earlier symlink may lead anywhere; the opened file is what counts). A
  * file that fails that, or is not a regular file, is read through the sandbox
- * as before. Only reads take this path; writes and removals stay in the
+ * as before; a directory is listed the same way, through the descriptor that
+ * was checked. Only reads take this path; writes and removals stay in the
  * sandbox, where a swapped directory cannot point them at the host.
  */
 import { constants } from 'node:fs';
-import { open, readlink, realpath } from 'node:fs/promises';
+import { open, readdir, readlink, realpath } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { Readable } from 'node:stream';
 import { GUEST_VOLUMES_DIR } from '@warren/protocol/guest';
@@ -28,16 +29,30 @@ export interface VolumeFile {
   stream: Readable;
 }
 
-/** Sandbox `sandboxId`'s file at `path`, from the host's mount, if it is on one of its volumes. */
-export async function readFromVolume(
-  ctx: HostContext,
-  sandboxId: string,
-  path: string,
-): Promise<VolumeFile | null> {
-  if (!ctx.registry.has(sandboxId)) return null;
-  const { volumes } = await readStorage(ctx.registry.live(sandboxId).workDir);
-  const at = onVolume(volumes, path);
-  return at && openWithin(ctx.volumes.data(at.volume.id), at.rel);
+/** A running sandbox's files and directories, from the host's mount when on one of its volumes. */
+export interface VolumeReader {
+  read(sandboxId: string, path: string): Promise<VolumeFile | null>;
+  /** The names of the regular files in a directory. */
+  list(sandboxId: string, dir: string): Promise<string[] | null>;
+}
+
+export function volumeReader(ctx: HostContext): VolumeReader {
+  const locate = async (sandboxId: string, path: string) => {
+    if (!ctx.registry.has(sandboxId)) return null;
+    const { volumes } = await readStorage(ctx.registry.live(sandboxId).workDir);
+    const at = onVolume(volumes, path);
+    return at && { root: ctx.volumes.data(at.volume.id), rel: at.rel };
+  };
+  return {
+    read: async (sandboxId, path) => {
+      const at = await locate(sandboxId, path);
+      return at && openWithin(at.root, at.rel);
+    },
+    list: async (sandboxId, dir) => {
+      const at = await locate(sandboxId, dir);
+      return at && listWithin(at.root, at.rel);
+    },
+  };
 }
 
 /** The volume and the path inside it of sandbox path `path`, or null when it is on none. */
@@ -78,5 +93,25 @@ export async function openWithin(root: string, rel: string): Promise<VolumeFile 
   } catch {
     await fh.close();
     return null;
+  }
+}
+
+/** The names of the regular files in directory `rel` below `root` if it is really there. */
+export async function listWithin(root: string, rel: string): Promise<string[] | null> {
+  const realRoot = await realpath(root).catch(() => null);
+  if (!realRoot || rel.split('/').includes('..')) return null;
+  const flags = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+  const fh = await open(join(realRoot, rel), flags).catch(() => null);
+  if (!fh) return null;
+  try {
+    const real = await readlink(`/proc/self/fd/${fh.fd}`);
+    if (!real.startsWith(`${realRoot}/`)) return null;
+    // Through the open descriptor: the directory checked is the one listed.
+    const entries = await readdir(`/proc/self/fd/${fh.fd}`, { withFileTypes: true });
+    return entries.filter((e) => e.isFile()).map((e) => e.name);
+  } catch {
+    return null;
+  } finally {
+    await fh.close();
   }
 }

@@ -7,7 +7,7 @@ import { after, describe, it } from 'node:test';
 import type { FileInfo, HostFileApi } from '@warren/protocol';
 import { hostArchiveApi } from '../../src/archive';
 import { LocalObjectStore } from '../../src/archive/local';
-import { onVolume, openWithin } from '../../src/archive/volume-read';
+import { listWithin, onVolume, openWithin } from '../../src/archive/volume-read';
 
 /** Files of one pretend sandbox, in memory: enough for the archive's logic. */
 function memoryFiles(files: Map<string, string>): HostFileApi {
@@ -133,15 +133,26 @@ describe('archive: reading from a volume on the host', () => {
     assert.equal(await openWithin(root, 'out/missing'), null);
   });
 
+  it('lists the regular files of a directory that is really in the volume', async () => {
+    assert.deepEqual((await listWithin(root, 'out'))?.sort(), ['empty', 'seg']);
+    assert.equal(await listWithin(root, 'escape'), null);
+    assert.equal(await listWithin(root, 'escape/data'), null);
+    assert.equal(await listWithin(root, '..'), null);
+    assert.equal(await listWithin(root, 'out/seg'), null);
+    assert.equal(await listWithin(root, 'missing'), null);
+  });
+
   it('collects through the volume when it can, and through the sandbox otherwise', async () => {
     const store = new LocalObjectStore(join(dir, 'archive'));
     const files = new Map([
       ['/v/out/seg', 'through the sandbox'],
       ['/v/out/link', "the sandbox's link target"],
     ]);
-    const archive = hostArchiveApi(store, memoryFiles(files), (_id, path) =>
-      openWithin(root, path.slice('/v/'.length)),
-    );
+    const rel = (path: string) => path.slice('/v/'.length);
+    const archive = hostArchiveApi(store, memoryFiles(files), {
+      read: (_id, path) => openWithin(root, rel(path)),
+      list: async () => null,
+    });
     const moved = await archive.collect('sbx', '/v/out', 'wal/');
     assert.deepEqual(moved, [
       { key: 'wal/link', size: Buffer.byteLength("the sandbox's link target") },
