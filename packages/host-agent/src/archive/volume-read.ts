@@ -16,7 +16,7 @@
  * sandbox, where a swapped directory cannot point them at the host.
  */
 import { constants } from 'node:fs';
-import { open, readdir, readlink, realpath } from 'node:fs/promises';
+import { open, readdir, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { Readable } from 'node:stream';
 import { GUEST_VOLUMES_DIR } from '@warren/protocol/guest';
@@ -71,41 +71,43 @@ export function onVolume(
   return null;
 }
 
-/** Opens `rel` below `root` for reading if it is a regular file that is really there. */
-export async function openWithin(root: string, rel: string): Promise<VolumeFile | null> {
+/**
+ * Opens `rel` below `root` with `flags` (O_NOFOLLOW added) if the kernel says
+ * the file opened is inside `root`; null otherwise, or when it is not there.
+ */
+async function openInside(root: string, rel: string, flags: number): Promise<FileHandle | null> {
   const realRoot = await realpath(root).catch(() => null);
   if (!realRoot || rel.split('/').includes('..')) return null;
-  const flags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-  const fh = await open(join(realRoot, rel), flags).catch(() => null);
+  const fh = await open(join(realRoot, rel), flags | constants.O_NOFOLLOW).catch(() => null);
   if (!fh) return null;
-  try {
-    const [real, st] = await Promise.all([readlink(`/proc/self/fd/${fh.fd}`), fh.stat()]);
-    if (!real.startsWith(`${realRoot}/`) || !st.isFile()) {
-      await fh.close();
-      return null;
-    }
-    if (st.size === 0) {
-      await fh.close();
-      return { size: 0, stream: Readable.from([]) };
-    }
-    // Exactly the bytes there were at open: the stored object's size is declared first.
-    return { size: st.size, stream: fh.createReadStream({ start: 0, end: st.size - 1 }) };
-  } catch {
+  const real = await readlink(`/proc/self/fd/${fh.fd}`).catch(() => '');
+  if (real.startsWith(`${realRoot}/`)) return fh;
+  await fh.close();
+  return null;
+}
+
+/** Opens `rel` below `root` for reading if it is a regular file that is really there. */
+export async function openWithin(root: string, rel: string): Promise<VolumeFile | null> {
+  const fh = await openInside(root, rel, constants.O_RDONLY | constants.O_NONBLOCK);
+  if (!fh) return null;
+  const st = await fh.stat().catch(() => null);
+  if (!st?.isFile()) {
     await fh.close();
     return null;
   }
+  if (st.size === 0) {
+    await fh.close();
+    return { size: 0, stream: Readable.from([]) };
+  }
+  // Exactly the bytes there were at open: the stored object's size is declared first.
+  return { size: st.size, stream: fh.createReadStream({ start: 0, end: st.size - 1 }) };
 }
 
 /** The names of the regular files in directory `rel` below `root` if it is really there. */
 export async function listWithin(root: string, rel: string): Promise<string[] | null> {
-  const realRoot = await realpath(root).catch(() => null);
-  if (!realRoot || rel.split('/').includes('..')) return null;
-  const flags = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
-  const fh = await open(join(realRoot, rel), flags).catch(() => null);
+  const fh = await openInside(root, rel, constants.O_RDONLY | constants.O_DIRECTORY);
   if (!fh) return null;
   try {
-    const real = await readlink(`/proc/self/fd/${fh.fd}`);
-    if (!real.startsWith(`${realRoot}/`)) return null;
     // Through the open descriptor: the directory checked is the one listed.
     const entries = await readdir(`/proc/self/fd/${fh.fd}`, { withFileTypes: true });
     return entries.filter((e) => e.isFile()).map((e) => e.name);

@@ -32,8 +32,7 @@ export class DatabaseProvisioner {
    * host copies the template's seed cluster onto it (as `data.seed`, which
    * init takes as the new data directory): far faster than a copy made in
    * the sandbox.
-   */
-  /**
+   *
    * `unpack`: an archived base backup the host unpacks onto it as RESTORE_BASE;
    * `wal`: archived WAL files the host copies onto it into RESTORE_WAL.
    */

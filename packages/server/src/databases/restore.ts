@@ -2,9 +2,9 @@
  * Restoring a database from the archive into a new volume and sandbox: the
  * newest base backup at or before the target (unpacked onto the new volume by
  * the host), then every archived WAL file after it (copied there by the host
- * too), replayed by Postgres up to the target (or to the end). A database created empty that has no base
- * backup yet starts from the template's seed cluster instead, and replays
- * its whole archive.
+ * too), replayed by Postgres up to the target (or to the end). A database
+ * created empty that has no base backup yet starts from the template's seed
+ * cluster instead, and replays its whole archive.
  */
 import type { HostApi } from '@warren/protocol';
 import type { DatabaseQueries, DatabaseRecord } from '../store/databases';
