@@ -7,6 +7,7 @@
 #     without touching the system's apt configuration
 #   - npm dependencies, and the web dashboard's build (packages/dashboard/dist) when its sources changed
 #   - chromium, for the dashboard's browser tests
+#   - xfsprogs, for the volume pool (database branches share blocks with their parent)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATE="$PWD/.state"
@@ -40,7 +41,7 @@ apt_install() {
   log "installing ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
-apt_install debootstrap iproute2 ca-certificates curl jq gcc libc6-dev openssl e2fsprogs mount musl-tools postgresql-client util-linux python3-httpx python3-pytest chromium
+apt_install debootstrap iproute2 ca-certificates curl jq gcc libc6-dev openssl e2fsprogs xfsprogs mount musl-tools postgresql-client util-linux python3-httpx python3-pytest chromium
 
 # PostgreSQL 15's server binaries, for the PostgreSQL store's tests and for trying it on one
 # machine (packages/server/src/store/pg-local.ts runs private clusters as the postgres user).

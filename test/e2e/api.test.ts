@@ -21,9 +21,14 @@ describe('auth, bad input, admission, TTL, OpenAPI, audit (real gVisor)', () => 
   it('health needs no token; everything else does, with a stable code', async () => {
     const health = await p.api('/v1/health', { token: null });
     assert.equal(health.status, 200);
-    const h = (await health.json()) as { status: string; runtime: { driver: string } };
+    const h = (await health.json()) as {
+      status: string;
+      runtime: { driver: string; volume_clone: string };
+    };
     assert.equal(h.status, 'ok');
     assert.equal(h.runtime.driver, 'gvisor');
+    // This host's ext4 gets the XFS volume pool: copies of volumes share blocks.
+    assert.equal(h.runtime.volume_clone, 'reflink');
     for (const token of [null, 'wrn_wrong', '']) {
       const res = await p.api('/v1/sandboxes', { token });
       assert.equal(res.status, 401);

@@ -4,6 +4,7 @@
  * One platform and one source database are shared.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -98,6 +99,12 @@ describe('database archive, restores and branches (real gVisor)', { timeout: 900
     made.push(branch.id);
     assert.equal(branch.parent_id, db.id);
     assert.notEqual(branch.password, db.password);
+    // On this host (ext4) the volumes live in the XFS pool: the branch's image
+    // shares its blocks with the parent's instead of copying them.
+    assert.equal((await p.host.info()).capabilities.volume_clone, 'reflink');
+    const records = p.context.databases.service.queries;
+    const image = join(p.home, 'volumes', (await records.byId(branch.id))!.volume_id, 'volume.img');
+    assert.match(execFileSync('filefrag', ['-v', image], { encoding: 'utf8' }), /\bshared\b/);
     await withClient(p, branch.connection_url, async (c) => {
       assert.equal((await c.query('SELECT count(*)::int AS n FROM items')).rows[0].n, 3);
       await c.query('INSERT INTO items VALUES (10)');

@@ -110,7 +110,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
     guestBundle: async () =>
       (guest ??= await ensureGuestBundle(join(config.templatesDir, '.guest'))),
   };
-  await mkdir(ctx.volumes.root, { recursive: true, mode: 0o700 });
+  await ctx.volumes.open();
   const captures = new Captures(ctx);
   const channelOf = (id: string) => ctx.registry.live(id).channel;
   const files = guestFiles(channelOf);
@@ -140,6 +140,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
           pause: c.pause,
           disk_limit: c.diskLimit,
           egress: c.egress,
+          volume_clone: ctx.volumes.cloneMode,
         },
       };
     },

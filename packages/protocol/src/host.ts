@@ -85,6 +85,11 @@ export interface HostCapabilities {
   disk_limit: boolean;
   /** Sandboxes reach the outside through the host's egress proxy. */
   egress: boolean;
+  /**
+   * How a volume is copied (a database branch): `reflink` shares its blocks
+   * (milliseconds whatever its size), `copy` copies them.
+   */
+  volume_clone: 'reflink' | 'copy';
 }
 
 export interface HostInfo {

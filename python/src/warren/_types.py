@@ -308,6 +308,7 @@ class HostHealth(TypedDict):
 class RuntimeInfo(TypedDict):
     driver: str
     version: str
+    volume_clone: Literal["reflink", "copy"]
 
 
 class Health(TypedDict):

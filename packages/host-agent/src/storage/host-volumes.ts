@@ -10,7 +10,7 @@
  */
 import { createWriteStream } from 'node:fs';
 import { lstat, mkdir, realpath, rm, statfs } from 'node:fs/promises';
-import { join, posix } from 'node:path';
+import { dirname, join, posix } from 'node:path';
 import type { TemplateCatalog } from '../templates/catalog';
 import { WarrenError } from '@warren/protocol';
 import type { Readable } from 'node:stream';
@@ -24,9 +24,24 @@ import {
   unmountTree,
   untarInto,
 } from './mounts';
+import { openVolumePool, type CloneMode } from './volume-pool';
 
 export class HostVolumes {
-  constructor(readonly root: string) {}
+  /** How clone() copies an image; set by open(). */
+  cloneMode: CloneMode = 'copy';
+
+  constructor(
+    readonly root: string,
+    /** The XFS pool image mounted on `root` where the host's file system has no reflinks. */
+    private readonly pool: string = `${root}-pool.xfs`,
+  ) {}
+
+  /** Makes the volumes directory ready (see volume-pool.ts); returns why copies are plain, if they are. */
+  async open(): Promise<string | null> {
+    const r = await openVolumePool(this.root, this.pool);
+    this.cloneMode = r.mode;
+    return r.reason;
+  }
 
   private dir(id: string): string {
     return join(this.root, id);
@@ -52,8 +67,14 @@ export class HostVolumes {
     } = {},
   ): Promise<void> {
     await mkdir(this.root, { recursive: true, mode: 0o700 });
-    const fs = await statfs(this.root).catch(() => null);
-    const freeMb = fs ? Math.floor((fs.bavail * fs.bsize) / 1024 / 1024) : Infinity;
+    // The pool's own free space and the host's (which the sparse pool draws on).
+    const free = await Promise.all(
+      [this.root, dirname(this.pool)].map(async (dir) => {
+        const fs = await statfs(dir).catch(() => null);
+        return fs ? Math.floor((fs.bavail * fs.bsize) / 1024 / 1024) : Infinity;
+      }),
+    );
+    const freeMb = Math.min(...free);
     if (sizeMb > freeMb)
       throw new WarrenError(
         'INSUFFICIENT_CAPACITY',
@@ -93,6 +114,7 @@ export class HostVolumes {
         join(this.dir(from), 'mnt'),
         join(this.dir(from), 'volume.img'),
         join(dir, 'volume.img'),
+        this.cloneMode,
       );
       await mountImage(join(dir, 'volume.img'), join(dir, 'mnt'));
     } catch (err) {

@@ -4,7 +4,12 @@ import { Type, type Static } from '@sinclair/typebox';
 export const Health = Type.Object({
   status: Type.Literal('ok'),
   version: Type.String(),
-  runtime: Type.Object({ driver: Type.String(), version: Type.String() }),
+  runtime: Type.Object({
+    driver: Type.String(),
+    version: Type.String(),
+    /** How this host copies a volume (a database branch): sharing blocks, or copying them. */
+    volume_clone: Type.Union([Type.Literal('reflink'), Type.Literal('copy')]),
+  }),
   hosts: Type.Array(
     Type.Object({
       id: Type.String(),

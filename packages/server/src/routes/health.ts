@@ -23,7 +23,11 @@ export const healthRoutes =
         return {
           status: 'ok' as const,
           version: ctx.version,
-          runtime: { driver: info.driver, version: info.runtime_version },
+          runtime: {
+            driver: info.driver,
+            version: info.runtime_version,
+            volume_clone: info.capabilities.volume_clone,
+          },
           hosts: [{ id: info.id, ...(await ctx.host.capacity()) }],
           uptime_seconds: (Date.now() - ctx.startedAt) / 1000,
           leader: leads(ctx.host),

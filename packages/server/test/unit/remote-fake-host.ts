@@ -38,7 +38,13 @@ export function fakeHost(rec: FakeRecord): HostApi {
       id: 'host_fake',
       driver: 'fake',
       runtime_version: 'fake 1',
-      capabilities: { checkpoint: true, pause: true, disk_limit: false, egress: true },
+      capabilities: {
+        checkpoint: true,
+        pause: true,
+        disk_limit: false,
+        egress: true,
+        volume_clone: 'copy',
+      },
     }),
     capacity: async () => ({ memory_budget_mb: 1024, memory_reserved_mb: 0, sandboxes: 0 }),
     sandboxes: {
