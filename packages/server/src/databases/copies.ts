@@ -79,16 +79,21 @@ export class DatabaseCopies {
   }
 
   /**
-   * A branch: the parent's volume copied as of one instant (writes in the
-   * parent wait while its blocks are copied), started as a server of its own
-   * after crash recovery, with a new password.
+   * A branch: the parent checkpointed (so the copy's crash recovery replays
+   * only what is written after it, not everything since the last scheduled
+   * checkpoint), its volume copied as of one instant (writes in the parent
+   * wait while the image is cloned), started as a server of its own after
+   * crash recovery, with a new password.
    */
   async branch(orgId: string, id: string, req: BranchDatabaseRequest): Promise<Database> {
     const parent = await this.dbs.ready(orgId, id);
     const rec = this.like(parent, req.label ?? `${parent.label} (branch)`);
     return this.dbs.build(rec, `branched from ${parent.id}`, async () => {
       const p = this.dbs.provisioner;
-      const volumeId = await this.dbs.locks.run(parent.id, () => p.cloneVolume(parent.volume_id));
+      const volumeId = await this.dbs.locks.run(parent.id, async () => {
+        await p.postgres(parent.sandbox_id).checkpoint();
+        return p.cloneVolume(parent.volume_id);
+      });
       rec.volume_id = volumeId;
       const sbx = await p.sandbox(orgId, rec.id, volumeId, {
         cpu: parent.cpu,

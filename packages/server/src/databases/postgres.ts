@@ -227,6 +227,16 @@ export class GuestPostgres {
     return (await this.sql('SELECT pg_walfile_name(pg_switch_wal() - 1)', 'postgres')).trim();
   }
 
+  /**
+   * Writes every dirty page and moves the redo point to now (CHECKPOINT): a
+   * copy of the data directory taken next recovers from here, replaying only
+   * what was written since, instead of everything since the last scheduled
+   * checkpoint (up to max_wal_size).
+   */
+  async checkpoint(): Promise<void> {
+    await this.sql('CHECKPOINT', 'postgres', { timeoutMs: 600_000 });
+  }
+
   /** Runs a /bin/sh line as postgres (logs, diagnostics) and returns its stdout. */
   async shell(line: string, o: { user?: string; timeoutMs?: number } = {}): Promise<string> {
     return this.ok(
