@@ -190,3 +190,59 @@ describe('TTL and idle hibernation with short timeouts (real gVisor)', () => {
     }
   });
 });
+
+describe('idle sandboxes kept awake per host (real gVisor)', () => {
+  let p: TestPlatform;
+  const made: string[] = [];
+  const state = async (id: string) => (await p.json<ApiSandbox>(`/v1/sandboxes/${id}`)).state;
+  const waitState = (id: string, want: string) =>
+    waitForCondition(async () => (await state(id)) === want, {
+      what: `${id} to be ${want}`,
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
+
+  before(async () => {
+    p = await startTestPlatform({ sweepIntervalMs: 200, pressureIdleSeconds: 1, idleAwakeMax: 2 });
+  });
+  after(async () => {
+    for (const id of made) await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    await p?.stop();
+  });
+
+  it('hibernates the least recently used idle sandboxes beyond the limit, never a busy one; use wakes them', async () => {
+    const make = async () => {
+      const id = await createSandbox(p, { template: 'base', memory_mb: 128 });
+      made.push(id);
+      await exec(p, id, { cmd: 'sh', args: ['-c', 'echo kept > /root/f'] });
+      return id;
+    };
+    // Least recently used first: a, then the busy one, then b, c, d.
+    const a = await make();
+    const busy = await make();
+    await p.json(`/v1/sandboxes/${busy}/processes`, {
+      method: 'POST',
+      json: { cmd: 'python3', args: ['-c', 'while True: pass'] },
+    });
+    const [b, c, d] = [await make(), await make(), await make()];
+
+    // Four quiet idle sandboxes, two allowed awake: a and b go, the busy one stays.
+    await waitState(a, 'hibernated');
+    await waitState(b, 'hibernated');
+    await waitUntil(Date.now() + 2000, 'ten more sweeps');
+    assert.deepEqual(await Promise.all([busy, c, d].map(state)), ['running', 'running', 'running']);
+    const events = await p.json<{ items: Array<{ to_state: string; cause: string }> }>(
+      `/v1/sandboxes/${a}/events`,
+    );
+    assert.match(
+      events.items.find((e) => e.to_state === 'hibernated')?.cause ?? '',
+      /more than 2 idle sandboxes awake on the host/,
+    );
+
+    // Use wakes a with its files; once it is idle again, c is now the least recently used.
+    assert.equal((await exec(p, a, { cmd: 'cat', args: ['/root/f'] })).stdout, 'kept\n');
+    await waitState(c, 'hibernated');
+    assert.equal(await state(d), 'running');
+    assert.equal(await state(busy), 'running');
+  });
+});

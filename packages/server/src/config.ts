@@ -1,5 +1,5 @@
 /** Configuration from the environment (WARREN_*), with overrides for tests and `warren up`. */
-import { totalmem } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DriverName, HostAgentConfig, S3StoreConfig } from '@warren/host-agent';
@@ -31,6 +31,12 @@ export interface Config extends AuthConfig {
   memoryStartMb: number;
   /** Idle this long, a sandbox may be hibernated to make room (WARREN_PRESSURE_IDLE_SECONDS). */
   pressureIdleSeconds: number;
+  /**
+   * Idle sandboxes kept awake per host; the least recently used beyond it
+   * hibernate (WARREN_IDLE_AWAKE_MAX; 0: no limit). An idle sandbox still
+   * costs CPU in the runtime (sandboxes/sweeps.ts).
+   */
+  idleAwakeMax: number;
   defaultTtlSeconds: number;
   /** Persistent sandboxes hibernate after this long idle unless they say otherwise. */
   defaultIdleTimeoutSeconds: number;
@@ -177,6 +183,7 @@ export function loadConfig(
     memoryOvercommit: int(env.WARREN_MEMORY_OVERCOMMIT, 8),
     memoryStartMb: int(env.WARREN_MEMORY_START_MB, 64),
     pressureIdleSeconds: int(env.WARREN_PRESSURE_IDLE_SECONDS, 60),
+    idleAwakeMax: int(env.WARREN_IDLE_AWAKE_MAX, 8 * availableParallelism()),
     defaultTtlSeconds: int(env.WARREN_DEFAULT_TTL_SECONDS, 3600),
     defaultIdleTimeoutSeconds: int(env.WARREN_DEFAULT_IDLE_TIMEOUT_SECONDS, 300),
     idleCpuPercent: int(env.WARREN_IDLE_CPU_PERCENT, 15),

@@ -1,4 +1,4 @@
-/** Periodic housekeeping: TTL expiry, idle hibernation, purge of old records. */
+/** Periodic housekeeping: TTL expiry, idle hibernation, the idle-awake limit, purge of old records. */
 import type { FastifyBaseLogger } from 'fastify';
 import type { IdleSweeps } from './sandboxes/sweeps';
 import type { Store } from './store/store';
@@ -33,6 +33,8 @@ export class Sweeper {
         const idle = await this.sandboxes.hibernateIdle();
         for (const id of idle)
           this.log.info({ sandbox: id }, 'persistent sandbox idle; hibernated');
+        for (const id of await this.sandboxes.hibernateExcessIdle())
+          this.log.info({ sandbox: id }, 'too many idle sandboxes awake; hibernated');
         if (this.leads())
           await this.store.purgeStopped(
             new Date(Date.now() - this.retentionSeconds * 1000).toISOString(),

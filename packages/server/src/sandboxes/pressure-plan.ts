@@ -46,6 +46,11 @@ export function idleRows<T extends IdleRow>(
   );
 }
 
+/** Rows sorted by their last activity, the least recent first. */
+export function leastRecentlyUsed<T extends { last_activity_at: string }>(rows: T[]): T[] {
+  return [...rows].sort((a, b) => Date.parse(a.last_activity_at) - Date.parse(b.last_activity_at));
+}
+
 /**
  * Reclaiming cache frees measured use only: worth a try when that is all that
  * is short and there is an idle sandbox to reclaim from.
@@ -60,8 +65,8 @@ export function reclaimMayHelp(short: Shortfall, candidates: number): boolean {
  * none is hibernated and the request is refused.
  */
 export function pickVictims(short: Shortfall, candidates: PressureCandidate[]): string[] | null {
-  const lru = [...candidates].sort(
-    (a, b) => Date.parse(a.lastActivityAt) - Date.parse(b.lastActivityAt),
+  const lru = leastRecentlyUsed(
+    candidates.map((c) => ({ ...c, last_activity_at: c.lastActivityAt })),
   );
   const picked: string[] = [];
   let used = 0;

@@ -1,6 +1,7 @@
 /**
  * Time-driven sandbox housekeeping: TTL expiry, idle hibernation of
- * persistent sandboxes, and sandboxes whose runtime died (dead.ts). The clock is injected (unit tests move it).
+ * persistent sandboxes, a limit on idle sandboxes kept awake per host, and
+ * sandboxes whose runtime died (dead.ts). The clock is injected (unit tests move it).
  */
 import type { HostApi } from '@warren/protocol';
 import type { Config } from '../config';
@@ -9,6 +10,7 @@ import { isoIn } from './clock';
 import { DeadSandboxes } from './dead';
 import type { SandboxLifecycle } from './lifecycle';
 import { hostIds } from '../hosts/router';
+import { idleRows, leastRecentlyUsed } from './pressure-plan';
 
 /**
  * CPU use is averaged over windows of at least this long: over one short sweep
@@ -116,6 +118,54 @@ export class IdleSweeps {
         hibernated.push(row.id);
       } catch {
         // Changed state meanwhile (deleted, woken): the next sweep looks again.
+      }
+    }
+    return hibernated;
+  }
+
+  /**
+   * An idle sandbox is not free: the runtime's own threads use CPU in every
+   * one of them (with runsc 2024-07's systrap platform, 3 to 5% of a core,
+   * docs/limits.md), so a few dozen idle sandboxes fill a small host's CPUs.
+   * Keeps at most `idleAwakeMax` idle ones awake per host (idle as the memory
+   * pressure ladder counts it: no API call for WARREN_PRESSURE_IDLE_SECONDS,
+   * no request open; and here also CPU under the idle threshold, so a sandbox
+   * whose background process works is neither counted nor hibernated) and
+   * hibernates the least recently used beyond it, persistent or not. They
+   * wake on their next use. Returns their ids.
+   */
+  async hibernateExcessIdle(): Promise<string[]> {
+    const max = this.config.idleAwakeMax;
+    if (max <= 0) return [];
+    const rows = await this.store.sandboxesOnHost(hostIds(this.host), ['running', 'paused']);
+    const idle = idleRows(rows, {
+      now: this.lifecycle.clock(),
+      idleSeconds: this.config.pressureIdleSeconds,
+      busy: (id) => this.lifecycle.hasOperations(id),
+    });
+    const hibernated: string[] = [];
+    for (const host of new Set(idle.map((r) => r.host_id))) {
+      const onHost = idle.filter((r) => r.host_id === host);
+      if (onHost.length <= max) continue;
+      const quiet: typeof onHost = [];
+      for (const row of onHost) {
+        const cpu = row.state === 'running' ? await this.cpuPercent(row.id) : 0;
+        if (cpu !== null && cpu < this.config.idleCpuPercent) quiet.push(row);
+      }
+      for (const row of leastRecentlyUsed(quiet).slice(0, quiet.length - max)) {
+        const after = await this.lifecycle
+          .transition(
+            row,
+            'hibernate',
+            `more than ${max} idle sandboxes awake on the host`,
+            (current) =>
+              current.last_activity_at === row.last_activity_at &&
+              !this.lifecycle.hasOperations(row.id),
+          )
+          .catch(() => null); // changed state meanwhile: the next sweep looks again
+        if (after?.state !== 'hibernated') continue;
+        this.cpuSamples.delete(row.id);
+        hibernated.push(row.id);
       }
     }
     return hibernated;
