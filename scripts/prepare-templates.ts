@@ -36,5 +36,6 @@ for (const name of names) {
     `[templates] ${t.name}: ready (rootfs ${Math.round(t.rootfs_bytes / 1048576)} MiB, snapshot ${Math.round(t.snapshot_bytes / 1048576)} MiB)`,
   );
 }
-await host.close();
+// Nothing of this agent outlives it: no sandbox, and no mount (the volume pool).
+await host.close({ destroy: true });
 console.log(`[templates] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
