@@ -23,8 +23,9 @@ import {
   mountImage,
   unmountTree,
   untarInto,
+  type CloneMode,
 } from './mounts';
-import { openVolumePool, type CloneMode } from './volume-pool';
+import { openVolumePool } from './volume-pool';
 
 export class HostVolumes {
   /** How clone() copies an image; set by open(). */

@@ -74,6 +74,9 @@ export async function untarInto(body: Readable, to: string): Promise<void> {
   }
 }
 
+/** How a volume is copied: sharing blocks with it (a reflink), or block by block. */
+export type CloneMode = 'reflink' | 'copy';
+
 /**
  * Copies a mounted image as of one instant: the file system is frozen
  * (fsfreeze flushes it and makes writers wait), the image cloned (`reflink`:
@@ -84,7 +87,7 @@ export async function copyFrozen(
   mountpoint: string,
   image: string,
   to: string,
-  mode: 'reflink' | 'copy',
+  mode: CloneMode,
 ): Promise<void> {
   await tool('fsfreeze', ['--freeze', mountpoint]);
   try {

@@ -6,7 +6,7 @@
  * - The volumes directory is on a file system with reflinks (XFS, btrfs):
  *   images go there as they are.
  * - Otherwise (ext4, the usual case) a pool is made once: a sparse file
- *   `<home>/volume-pool.xfs` as large as the host's file system, formatted as
+ *   `<volumes directory>-pool.xfs` as large as the host's file system, formatted as
  *   XFS with reflinks, loop-mounted on the volumes directory with `discard`
  *   (a deleted volume gives its blocks back to the host) and direct I/O on
  *   its loop device (no second copy of every block in the host's page cache;
@@ -18,16 +18,13 @@ import { execFile } from 'node:child_process';
 import { mkdir, readdir, rm, stat, statfs, truncate, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { isMounted } from './mounts';
+import { isMounted, type CloneMode } from './mounts';
 
 const run = promisify(execFile);
 
-/** How a volume is copied: sharing blocks with it, or block by block. */
-export type CloneMode = 'reflink' | 'copy';
-
 export interface PoolResult {
   mode: CloneMode;
-  /** Why copies are plain ones (for the host's log); null with reflinks. */
+  /** Why copies are plain ones; null with reflinks. */
   reason: string | null;
 }
 

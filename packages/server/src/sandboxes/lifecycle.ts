@@ -153,6 +153,20 @@ export class SandboxLifecycle {
     });
   }
 
+  /**
+   * Hibernates the sandbox unless it was used since `row` was read (its
+   * activity moved on, or a request is open on it): what the idle sweeps and
+   * the memory pressure ladder do to sandboxes they found idle.
+   */
+  hibernateUnused(row: SandboxRecord, cause: string): Promise<Sandbox> {
+    return this.transition(
+      row,
+      'hibernate',
+      cause,
+      (current) => current.last_activity_at === row.last_activity_at && !this.hasOperations(row.id),
+    );
+  }
+
   /** Makes one lifecycle change; the caller holds the sandbox's lock. */
   private async change(current: SandboxRecord, action: Transition, cause: string): Promise<void> {
     const rule = TRANSITIONS[action];

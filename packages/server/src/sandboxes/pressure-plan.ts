@@ -46,9 +46,9 @@ export function idleRows<T extends IdleRow>(
   );
 }
 
-/** Rows sorted by their last activity, the least recent first. */
-export function leastRecentlyUsed<T extends { last_activity_at: string }>(rows: T[]): T[] {
-  return [...rows].sort((a, b) => Date.parse(a.last_activity_at) - Date.parse(b.last_activity_at));
+/** `items` sorted by their last activity (ISO 8601, from `at`), the least recent first. */
+export function leastRecentlyUsed<T>(items: T[], at: (item: T) => string): T[] {
+  return [...items].sort((a, b) => Date.parse(at(a)) - Date.parse(at(b)));
 }
 
 /**
@@ -65,9 +65,7 @@ export function reclaimMayHelp(short: Shortfall, candidates: number): boolean {
  * none is hibernated and the request is refused.
  */
 export function pickVictims(short: Shortfall, candidates: PressureCandidate[]): string[] | null {
-  const lru = leastRecentlyUsed(
-    candidates.map((c) => ({ ...c, last_activity_at: c.lastActivityAt })),
-  );
+  const lru = leastRecentlyUsed(candidates, (c) => c.lastActivityAt);
   const picked: string[] = [];
   let used = 0;
   let reserved = 0;

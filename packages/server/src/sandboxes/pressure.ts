@@ -93,15 +93,6 @@ export class MemoryPressure {
 
   /** Unless it was used meanwhile; a sandbox that changed state is left as it is. */
   private async hibernate(row: SandboxRecord): Promise<void> {
-    await this.lifecycle
-      .transition(
-        row,
-        'hibernate',
-        'memory pressure',
-        (current) =>
-          current.last_activity_at === row.last_activity_at &&
-          !this.lifecycle.hasOperations(row.id),
-      )
-      .catch(() => undefined);
+    await this.lifecycle.hibernateUnused(row, 'memory pressure').catch(() => undefined);
   }
 }

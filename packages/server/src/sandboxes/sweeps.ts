@@ -104,14 +104,9 @@ export class IdleSweeps {
         continue;
       if (cpu === null || cpu >= this.config.idleCpuPercent) continue;
       try {
-        // Unless a request came in meanwhile.
-        const after = await this.lifecycle.transition(
+        const after = await this.lifecycle.hibernateUnused(
           row,
-          'hibernate',
           `idle for ${Math.round(idleFor / 1000)} s`,
-          (current) =>
-            current.last_activity_at === row.last_activity_at &&
-            !this.lifecycle.hasOperations(row.id),
         );
         if (after.state !== 'hibernated') continue;
         this.cpuSamples.delete(row.id);
@@ -152,16 +147,10 @@ export class IdleSweeps {
         const cpu = row.state === 'running' ? await this.cpuPercent(row.id) : 0;
         if (cpu !== null && cpu < this.config.idleCpuPercent) quiet.push(row);
       }
-      for (const row of leastRecentlyUsed(quiet).slice(0, quiet.length - max)) {
+      const lru = leastRecentlyUsed(quiet, (r) => r.last_activity_at);
+      for (const row of lru.slice(0, quiet.length - max)) {
         const after = await this.lifecycle
-          .transition(
-            row,
-            'hibernate',
-            `more than ${max} idle sandboxes awake on the host`,
-            (current) =>
-              current.last_activity_at === row.last_activity_at &&
-              !this.lifecycle.hasOperations(row.id),
-          )
+          .hibernateUnused(row, `more than ${max} idle sandboxes awake on the host`)
           .catch(() => null); // changed state meanwhile: the next sweep looks again
         if (after?.state !== 'hibernated') continue;
         this.cpuSamples.delete(row.id);
