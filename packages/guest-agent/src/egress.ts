@@ -19,6 +19,8 @@ const CA_FILE = '/usr/local/share/ca-certificates/warren-egress.crt';
 const BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
 
 let token: string | null = null;
+/** The CA this root already trusts: the template's bake trusts the install's, so its copies skip it. */
+let trusted: string | null = null;
 let servers: Server[] = [];
 const relays = new Set<Socket>();
 
@@ -72,7 +74,10 @@ function trust(caPem: string): void {
 export async function configureEgress(egress: GuestEgress | undefined): Promise<void> {
   if (!egress) return;
   token = egress.token;
-  trust(egress.ca_pem);
+  if (trusted !== egress.ca_pem) {
+    trust(egress.ca_pem);
+    trusted = egress.ca_pem;
+  }
   const fast = nativeRelay();
   if (fast && servers.length === 0) return fast.egress(token, EGRESS_HTTP_PORT, EGRESS_SOCKS_PORT);
   if (servers.length === 0)

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GUEST_PATHS, WarrenError } from '@warren/protocol';
+import { DATA_TOKEN_BYTES } from '@warren/protocol/guest';
 import type { HostContext } from '../context';
 import { GuestChannel } from '../guest/channel';
 import type { SandboxSpec } from '../runtime/driver';
@@ -72,6 +73,8 @@ export async function bake(
       await channel.json({ method: 'GET', path: GUEST_PATHS.filesStat, query: { path: '/' } });
     }
     await startAndWaitReady(channel, opts);
+    // After the start command, which must not inherit the warm-up's egress settings.
+    await warmFirstConnection(ctx, channel, id);
     await channel.prepareCheckpoint();
     await rm(imageDir, { recursive: true, force: true });
     await ctx.driver.checkpoint(id, imageDir);
@@ -81,6 +84,32 @@ export async function bake(
     await ctx.driver.destroy(id);
     await rm(workDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * What a restored copy does first: dial in on a new connection and take a
+ * hello with the egress settings. Done once here, so the image holds that
+ * code warm and the install's CA already in the root's trust store, the
+ * egress ports listening (the copy's hello only swaps the token). Measured:
+ * the first hello of a restored copy took 85 ms without this, 2 to 5 ms warm.
+ */
+async function warmFirstConnection(ctx: HostContext, channel: GuestChannel, id: string) {
+  await channel.prepareCheckpoint();
+  await channel.listen();
+  await channel.waitReady(60_000);
+  if (!ctx.egress || !ctx.driver.capabilities.egress) return;
+  await channel.json({
+    method: 'POST',
+    path: GUEST_PATHS.hello,
+    json: {
+      sandbox_id: id,
+      env: {},
+      egress: {
+        token: randomBytes(DATA_TOKEN_BYTES / 2).toString('hex'),
+        ca_pem: ctx.egress.caPem,
+      },
+    },
+  });
 }
 
 /**
