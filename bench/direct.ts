@@ -16,12 +16,18 @@ export class Direct {
     this.root = join(dir, 'runsc');
     this.driver = new GvisorDriver({ binary: RUNSC, stateDir: this.root });
   }
-  runsc(args: string[], input?: Readable): Promise<void> {
+  /**
+   * Runs runsc with `input` piped to its stdin; with `readOutput` the bench
+   * reads its stdout to the end, as it reads a download from Warren (otherwise
+   * stdout is /dev/null, where the sandbox's writes go nowhere).
+   */
+  runsc(args: string[], input?: Readable, readOutput = false): Promise<void> {
     return new Promise((resolve, reject) => {
       const child = spawn(RUNSC, ['--root', this.root, '--network=none', ...args], {
-        stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'],
+        stdio: [input ? 'pipe' : 'ignore', readOutput ? 'pipe' : 'ignore', 'pipe'],
       });
       if (input && child.stdin) input.pipe(child.stdin);
+      child.stdout?.on('data', () => undefined);
       let err = '';
       child.stderr?.on('data', (d) => (err += d));
       child.once('close', (code) =>

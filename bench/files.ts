@@ -29,7 +29,7 @@ export async function fileRows({ p, direct }: Harness, sbx: string, dsbx: string
     unit: 'ms',
     warren: [],
     direct: [],
-    directName: 'runsc exec cat file',
+    directName: 'runsc exec cat file, stdout read by the bench',
   };
   for (let i = 0; i < FILE_RUNS; i++) {
     up.warren.push(
@@ -60,7 +60,10 @@ export async function fileRows({ p, direct }: Harness, sbx: string, dsbx: string
         )
       )[0],
     );
-    down.direct.push((await timed(() => direct.runsc(['exec', dsbx, 'cat', '/tmp/big'])))[0]);
+    // The bench reads both downloads to the end, each from its own pipe or socket.
+    down.direct.push(
+      (await timed(() => direct.runsc(['exec', dsbx, 'cat', '/tmp/big'], undefined, true)))[0],
+    );
     await p.api(`/v1/sandboxes/${sbx}/files?path=/tmp/big`, { method: 'DELETE' });
     await direct.runsc(['exec', dsbx, 'rm', '-f', '/tmp/big']);
   }
