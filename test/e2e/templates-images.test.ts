@@ -234,3 +234,41 @@ describe('templates from images', () => {
     assert.equal(r.error?.code, 'TEMPLATE_NOT_FOUND');
   });
 });
+
+describe('a platform closed during a template build', () => {
+  test('stops the bake and leaves no runtime container behind', async () => {
+    const own = await startTemplatesPlatform();
+    try {
+      // A tiny image whose readiness check never passes: its bake waits for it. The
+      // start command is the guest bundle's own node, the image having no program.
+      const layer = await tarOf([{ name: 'bin/' }, { name: 'tmp/' }]);
+      const path = ociLayout(join(own.tmp, 'held'), [layer], {});
+      const node = ['/opt/warren/lib/ld-linux-x86-64.so.2', '--library-path', '/opt/warren/lib'];
+      const building = own.p.host.templates.build(
+        {
+          name: 'held',
+          image: { path },
+          start: [...node, '/opt/warren/node', '-e', 'setInterval(() => {}, 1e9)'],
+          ready: { cmd: ['/bin/false'], timeout: 600 },
+        },
+        () => undefined,
+      );
+      building.catch(() => undefined);
+      const bakes = () => own.p.runscContainers().filter((c) => c.startsWith('bake-'));
+      for (let i = 0; bakes().length === 0; i++) {
+        assert.ok(i < 600, 'the bake did not start within 60 s');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await own.p.close();
+      // Before the fixture's own sweep: close() itself stopped and removed the bake.
+      assert.deepEqual(own.p.runscContainers(), []);
+      assert.deepEqual(
+        readdirSync(join(own.p.home, 'sandboxes')).filter((d) => d.startsWith('bake-')),
+        [],
+      );
+      await assert.rejects(building);
+    } finally {
+      await own.stop();
+    }
+  });
+});

@@ -215,6 +215,8 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
         else await ctx.registry.live(id).channel.close();
       }
       await captures.releaseAll();
+      // A bake cannot outlive this process (its channel listens here): stop it.
+      await ctx.registry.stopBakes();
       await ctx.registry.settle();
       // Volume data stays on disk; the next start mounts it again.
       if (o.destroy) await ctx.volumes.unmountAll();

@@ -39,7 +39,9 @@ export interface GuestRequest {
 
 export class GuestChannel {
   private session: ClientHttp2Session | null = null;
-  private readyWaiters: Array<() => void> = [];
+  private readyWaiters: Array<(err?: Error) => void> = [];
+  /** Set by close(), for good: nothing waits for a guest that can no longer dial in. */
+  private closed = false;
   readonly data = new DataConnections();
 
   constructor(
@@ -72,6 +74,7 @@ export class GuestChannel {
   }
 
   async listen(): Promise<void> {
+    if (this.closed) throw new WarrenError('GUEST_UNAVAILABLE', 'the channel is closed');
     await this.endpoint.listen({
       control: (socket) => this.adopt(socket),
       data: (socket) => this.data.adopt(socket),
@@ -185,6 +188,8 @@ export class GuestChannel {
   /** Resolves once a guest has connected and accepted the hello. */
   waitReady(timeoutMs: number): Promise<void> {
     if (this.connected && this.ready) return Promise.resolve();
+    if (this.closed)
+      return Promise.reject(new WarrenError('GUEST_UNAVAILABLE', 'the channel is closed'));
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.readyWaiters = this.readyWaiters.filter((w) => w !== done);
@@ -195,9 +200,10 @@ export class GuestChannel {
           ),
         );
       }, timeoutMs);
-      const done = () => {
+      const done = (err?: Error) => {
         clearTimeout(timer);
-        resolve();
+        if (err) reject(err);
+        else resolve();
       };
       this.readyWaiters.push(done);
     });
@@ -257,6 +263,10 @@ export class GuestChannel {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    const waiters = this.readyWaiters;
+    this.readyWaiters = [];
+    for (const w of waiters) w(new WarrenError('GUEST_UNAVAILABLE', 'the channel is closed'));
     await this.closeListener();
     this.data.dropPorts();
     this.dropAttachments();

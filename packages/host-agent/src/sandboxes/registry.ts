@@ -45,6 +45,14 @@ export class SandboxRegistry {
   /** Sandboxes being created or woken: admitted, not live yet, not measured yet. */
   private readonly starting = new Set<string>();
 
+  /**
+   * Template bakes in flight, by runtime container id: what stops each, and
+   * the bake itself, which removes its container once it has failed. Their
+   * containers are no sandboxes, but closing the host agent must not leave
+   * them running.
+   */
+  private readonly bakes = new Map<string, { stop: () => Promise<void>; done: Promise<unknown> }>();
+
   constructor(
     private readonly hostId: string,
     readonly memory: AdmissionSettings,
@@ -162,6 +170,23 @@ export class SandboxRegistry {
       )
       .map(([, done]) => done);
     await Promise.all(own);
+  }
+
+  /** Runs a bake, held until it ends; `stopBakes` stops it and waits for its cleanup. */
+  async holdBake<T>(containerId: string, stop: () => Promise<void>, bake: Promise<T>): Promise<T> {
+    this.bakes.set(containerId, { stop, done: bake });
+    try {
+      return await bake;
+    } finally {
+      this.bakes.delete(containerId);
+    }
+  }
+
+  /** Stops every bake in flight and waits until each has removed what it made. */
+  async stopBakes(): Promise<void> {
+    const bakes = [...this.bakes.values()];
+    await Promise.all(bakes.map((b) => b.stop().catch(() => undefined)));
+    await Promise.all(bakes.map((b) => b.done.catch(() => undefined)));
   }
 
   /** Waits until every background teardown has finished. */
