@@ -37,6 +37,8 @@ export interface GuestRequest {
   body?: Readable;
 }
 
+const channelClosed = () => new WarrenError('GUEST_UNAVAILABLE', 'the channel is closed');
+
 export class GuestChannel {
   private session: ClientHttp2Session | null = null;
   private readyWaiters: Array<(err?: Error) => void> = [];
@@ -74,7 +76,7 @@ export class GuestChannel {
   }
 
   async listen(): Promise<void> {
-    if (this.closed) throw new WarrenError('GUEST_UNAVAILABLE', 'the channel is closed');
+    if (this.closed) throw channelClosed();
     await this.endpoint.listen({
       control: (socket) => this.adopt(socket),
       data: (socket) => this.data.adopt(socket),
@@ -188,8 +190,7 @@ export class GuestChannel {
   /** Resolves once a guest has connected and accepted the hello. */
   waitReady(timeoutMs: number): Promise<void> {
     if (this.connected && this.ready) return Promise.resolve();
-    if (this.closed)
-      return Promise.reject(new WarrenError('GUEST_UNAVAILABLE', 'the channel is closed'));
+    if (this.closed) return Promise.reject(channelClosed());
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.readyWaiters = this.readyWaiters.filter((w) => w !== done);
@@ -266,7 +267,7 @@ export class GuestChannel {
     this.closed = true;
     const waiters = this.readyWaiters;
     this.readyWaiters = [];
-    for (const w of waiters) w(new WarrenError('GUEST_UNAVAILABLE', 'the channel is closed'));
+    for (const w of waiters) w(channelClosed());
     await this.closeListener();
     this.data.dropPorts();
     this.dropAttachments();

@@ -3,16 +3,15 @@
  * driver provides, with the sandbox's identity and egress in the hello the
  * guest gets each time it dials in.
  */
-import { randomBytes } from 'node:crypto';
 import {
   WarrenError,
   type GuestEgress,
   type GuestHello,
   type SandboxNetwork,
 } from '@warren/protocol';
-import { DATA_TOKEN_BYTES } from '@warren/protocol/guest';
 import type { HostContext } from '../context';
 import { GuestChannel } from '../guest/channel';
+import { newDataToken } from '../guest/data-connections';
 import { checkNetwork } from '../network/policy';
 import { BUILTIN_PRESETS } from '../network/presets';
 import type { SandboxSpec } from '../runtime/driver';
@@ -55,7 +54,7 @@ function attachEgress(
   const proxy = ctx.egress;
   if (!proxy || !ctx.driver.capabilities.egress) return undefined;
   proxy.configure(id, network?.policy ?? { mode: 'none' }, network?.secrets ?? []);
-  const token = randomBytes(DATA_TOKEN_BYTES / 2).toString('hex');
+  const token = newDataToken();
   channel.acceptEgress(token, (socket) => proxy.handle(id, socket));
   return { token, ca_pem: proxy.caPem };
 }

@@ -9,9 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GUEST_PATHS, WarrenError } from '@warren/protocol';
-import { DATA_TOKEN_BYTES } from '@warren/protocol/guest';
 import type { HostContext } from '../context';
 import { GuestChannel } from '../guest/channel';
+import { newDataToken } from '../guest/data-connections';
 import type { SandboxSpec } from '../runtime/driver';
 import { prepareDisk } from '../sandboxes/disk';
 import { officialRecipe, type TemplateRecord } from './catalog';
@@ -46,6 +46,12 @@ export async function bake(
       ...(opts.user ? { user: opts.user } : {}),
     },
   }));
+  // Also what closing the host agent calls: the channel closes for good, so
+  // every wait of the bake fails at once, and run's finally cleans up after it.
+  const stop = async () => {
+    await channel.close();
+    await ctx.driver.destroy(id);
+  };
   const run = async (): Promise<Baked> => {
     try {
       const spec: SandboxSpec = {
@@ -81,16 +87,9 @@ export async function bake(
       await ctx.driver.checkpoint(id, imageDir);
       return { image: imageDir, guestKey: guest.key, runtimeVersion: ctx.runtimeVersion };
     } finally {
-      await channel.close();
-      await ctx.driver.destroy(id);
+      await stop();
       await rm(workDir, { recursive: true, force: true });
     }
-  };
-  // Closing the host agent stops a bake: its channel closes for good, so every
-  // wait of the bake fails at once, and the finally above removes the container.
-  const stop = async () => {
-    await channel.close();
-    await ctx.driver.destroy(id);
   };
   return ctx.registry.holdBake(id, stop, run());
 }
@@ -115,7 +114,7 @@ async function warmFirstConnection(ctx: HostContext, channel: GuestChannel, id: 
       sandbox_id: id,
       env: {},
       egress: {
-        token: randomBytes(DATA_TOKEN_BYTES / 2).toString('hex'),
+        token: newDataToken(),
         ca_pem: ctx.egress.caPem,
       },
     },
