@@ -14,6 +14,7 @@ import { GuestChannel } from '../guest/channel';
 import { newDataToken } from '../guest/data-connections';
 import type { SandboxSpec } from '../runtime/driver';
 import { prepareDisk } from '../sandboxes/disk';
+import { runtimeKey } from '../sandboxes/registry';
 import { officialRecipe, type TemplateRecord } from './catalog';
 import type { Progress } from './rootfs';
 import { startAndWaitReady, type BakeOptions } from './start';
@@ -87,8 +88,13 @@ export async function bake(
       await ctx.driver.checkpoint(id, imageDir);
       return { image: imageDir, guestKey: guest.key, runtimeVersion: ctx.runtimeVersion };
     } finally {
-      await stop();
-      await rm(workDir, { recursive: true, force: true });
+      // In the background: runsc's removal of a container waits until its
+      // process is reaped, which can take a second or more after a checkpoint
+      // (see GvisorDriver.destroy). Closing the host agent waits for it.
+      ctx.registry.teardown(runtimeKey(id), async () => {
+        await stop();
+        await rm(workDir, { recursive: true, force: true });
+      });
     }
   };
   return ctx.registry.holdBake(id, stop, run());

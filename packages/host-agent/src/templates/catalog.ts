@@ -8,13 +8,14 @@
  *   <templates>/<name>/template.json   metadata below
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { ID_PREFIX, WarrenError, newId, type ReadyProbe, type Template } from '@warren/protocol';
 import { OfficialBuilds, notBuiltError } from './official';
 import { finishPostgresRoot } from './postgres-root';
 import { deriveRoot } from './derived-root';
+import { duBytes } from './disk-usage';
 import { debootstrap, type Progress } from './rootfs';
 import { finishTypescriptRoot } from './typescript-root';
 
@@ -166,19 +167,6 @@ export interface TemplateRecord extends Template {
   runtime_version: string;
   /** The image in the shared snapshot store it was fetched from (share.ts). */
   published?: string;
-}
-
-async function duBytes(dir: string): Promise<number> {
-  let total = 0;
-  const walk = async (d: string): Promise<void> => {
-    for (const e of await readdir(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) await walk(p);
-      else if (e.isFile()) total += (await stat(p)).size;
-    }
-  };
-  await walk(dir).catch(() => undefined);
-  return total;
 }
 
 /** Whether another process that is still alive is building (its pid recorded at the start). */

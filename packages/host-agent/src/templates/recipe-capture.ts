@@ -3,14 +3,16 @@
  * against the base template's root, instead of archiving the whole root:
  *
  * 1. Before the steps, a marker file is written into the sandbox's /tmp.
- * 2. After them, `find / -xdev` lists every path of the sandbox's root file
- *    system, and every path changed (`-newer` or `-cnewer`) since the marker.
+ * 2. After them, one `find / -xdev` pass lists every path of the sandbox's
+ *    root file system, and every path changed (`-newer` or `-cnewer`) since
+ *    the marker, into two files.
  * 3. Changed = changed since the marker, plus paths the base does not have
  *    (a rename keeps its times). Deleted = paths of the base the sandbox no
  *    longer has.
  * 4. The sandbox archives only the changed paths (`tar --no-recursion`) and
  *    the archive is streamed out over the agent channel.
- * 5. The new root starts as a hard-link copy of the base's root (`cp -al`);
+ * 5. The new root starts as a hard-link copy of the base's root (`cp -al`,
+ *    made on the host while the build sandbox starts, see copyRoot);
  *    deleted paths are unlinked from the copy, and the archive is applied by
  *    the safe extractor, which always unlinks before it writes, so a file
  *    shared with the base is never written in place.
@@ -77,6 +79,23 @@ function listTree(root: string): Set<string> {
   return out;
 }
 
+/**
+ * `target` as a hard-link copy of `base` (a full copy across file systems),
+ * where captureRecipeRoot applies the changes. Made before the marker: a
+ * hard link changes the ctime of the base's files, which `find -cnewer`
+ * would then count as changed.
+ */
+export async function copyRoot(base: string, target: string): Promise<void> {
+  await rm(target, { recursive: true, force: true });
+  try {
+    await promisify(execFile)('cp', ['-al', base, target]);
+  } catch {
+    // Another file system: a full copy instead of hard links.
+    await rm(target, { recursive: true, force: true });
+    await promisify(execFile)('cp', ['-a', base, target]);
+  }
+}
+
 const paths = (buf: Buffer): string[] =>
   buf
     .toString('utf8')
@@ -84,16 +103,38 @@ const paths = (buf: Buffer): string[] =>
     .map((p) => p.replace(/^\/+/, ''))
     .filter(Boolean);
 
+/** Applies the steps' changes to `rootfs`, a copy of the base's root made by copyRoot. */
 export async function captureRecipeRoot(
   channel: GuestChannel,
   baseRootfs: string,
   rootfs: string,
   progress: (line: string) => void,
 ): Promise<void> {
-  await sh(channel, `find / -xdev -print0 > ${ALL}`, 'find');
+  const deleted = await diffInSandbox(channel, baseRootfs, progress);
+  let gone = '';
+  for (const p of deleted) {
+    if (gone && p.startsWith(`${gone}/`)) continue; // inside a deleted directory
+    try {
+      rmSync(resolveInRoot(rootfs, p.split('/'), false), { recursive: true, force: true });
+    } catch {
+      // its parent is gone or was replaced: nothing left to delete
+    }
+    gone = p;
+  }
+  const { stream } = await channel.download(ARCHIVE);
+  const stats = await applyLayer(rootfs, stream);
+  progress(`changes applied: ${stats.entries} entries, ${stats.bytes} bytes`);
+}
+
+/** Archives the changed paths in the sandbox (ARCHIVE); returns the base's paths it deleted. */
+async function diffInSandbox(
+  channel: GuestChannel,
+  baseRootfs: string,
+  progress: (line: string) => void,
+): Promise<string[]> {
   await sh(
     channel,
-    `find / -xdev \\( -newer ${MARKER} -o -cnewer ${MARKER} \\) -print0 > ${CHANGED}`,
+    `find / -xdev -fprint0 ${ALL} \\( -newer ${MARKER} -o -cnewer ${MARKER} \\) -fprint0 ${CHANGED}`,
     'find',
   );
   const all = new Set(paths(await download(channel, ALL)));
@@ -109,26 +150,5 @@ export async function captureRecipeRoot(
     `tar --null --no-recursion --numeric-owner -cpf ${ARCHIVE} -C / -T ${LIST}`,
     'tar',
   );
-
-  await rm(rootfs, { recursive: true, force: true });
-  try {
-    await promisify(execFile)('cp', ['-al', baseRootfs, rootfs]);
-  } catch {
-    // Another file system: a full copy instead of hard links.
-    await rm(rootfs, { recursive: true, force: true });
-    await promisify(execFile)('cp', ['-a', baseRootfs, rootfs]);
-  }
-  let gone = '';
-  for (const p of deleted) {
-    if (gone && p.startsWith(`${gone}/`)) continue; // inside a deleted directory
-    try {
-      rmSync(resolveInRoot(rootfs, p.split('/'), false), { recursive: true, force: true });
-    } catch {
-      // its parent is gone or was replaced: nothing left to delete
-    }
-    gone = p;
-  }
-  const { stream } = await channel.download(ARCHIVE);
-  const stats = await applyLayer(rootfs, stream);
-  progress(`changes applied: ${stats.entries} entries, ${stats.bytes} bytes`);
+  return deleted;
 }

@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import { GUEST_PATHS, WarrenError, type RecipeStep } from '@warren/protocol';
 import type { BuildHost, BuildProgress, TemplateBuildSpec } from './builder';
 import type { TemplateMeta, TemplateRecord } from './catalog';
-import { captureRecipeRoot, markBuildStart } from './recipe-capture';
+import { captureRecipeRoot, copyRoot, markBuildStart } from './recipe-capture';
 import { runInGuest } from './start';
 
 function failed(step: number, what: string, message: string, output?: string): WarrenError {
@@ -45,14 +45,20 @@ export async function runRecipe(
   };
   const id = `bld-${randomBytes(6).toString('hex')}`;
   progress(`starting a build sandbox from ${base.name}`);
-  const channel = await host.startSandbox({
+  // The new root's copy of the base's is made on the host meanwhile.
+  const copied = copyRoot(base.rootfs, rootfs);
+  const started = host.startSandbox({
     id,
     template: base.name,
     cpu: base.max_cpu,
     memory_mb: Math.min(base.max_memory_mb, 2048),
     env: {},
   });
+  const [copy, start] = await Promise.allSettled([copied, started]);
+  if (start.status === 'rejected') throw start.reason;
+  const channel = start.value;
   try {
+    if (copy.status === 'rejected') throw copy.reason;
     await markBuildStart(channel);
     const steps = spec.steps ?? [];
     for (const [i, step] of steps.entries()) {
