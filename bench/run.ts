@@ -15,10 +15,14 @@ import { harness } from './harness';
 import { median, printTable, type Row } from './stats';
 import { previewRows } from './preview';
 import { forkRow, snapshotRows } from './snapshots';
-import { templateRows } from './templates';
+import { officialBuildRows, templateRows } from './templates';
 
 const extra: string[] = [];
-/** `BENCH_ONLY=lifecycle,fork` runs only those groups of rows (create, exec, files, preview, lifecycle, fork, templates). */
+/**
+ * `BENCH_ONLY=lifecycle,fork` runs only those groups of rows (create, exec,
+ * files, preview, lifecycle, fork, templates; `official`, the build of an
+ * official template from the mirror, runs only when named).
+ */
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
 const want = (group: string): boolean => !only || only.includes(group);
 
@@ -66,6 +70,13 @@ function targetLines(rows: Row[]): string[] {
       'fork-tree of 16 within 6 s',
       `${(median(tree.warren) / 1000).toFixed(1)} s`,
       median(tree.warren) <= 6000,
+    );
+  const interpreter = row('template build: code-interpreter, package cache empty');
+  if (interpreter)
+    line(
+      'code-interpreter template build within 4 min',
+      `${(median(interpreter.warren) / 1000).toFixed(0)} s`,
+      median(interpreter.warren) <= 240_000,
     );
   return out;
 }
@@ -126,6 +137,7 @@ async function main(): Promise<void> {
       );
       rows.push(...tpl.rows);
     }
+    if (only?.includes('official')) rows.push(...(await officialBuildRows()));
 
     console.log(
       `\nWarren benchmark — runsc ${(await p.host.info()).runtime_version}, ${new Date().toISOString()}\n`,

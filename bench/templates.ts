@@ -9,6 +9,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { GvisorDriver } from '../packages/host-agent/src/runtime/gvisor/driver';
+import { officialRecipe } from '../packages/host-agent/src/templates/catalog';
+import { deriveRoot } from '../packages/host-agent/src/templates/derived-root';
 import { startTestPlatform, RUNSC, TEMPLATES_DIR, type TestPlatform } from '../test/fixture';
 import type { Row } from './stats';
 
@@ -118,6 +120,55 @@ export async function templateRows(
       await destroyDirect([id]);
     }
     return { rows: [base, recipe, create], createRow: create };
+  } finally {
+    await p.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * `BENCH_ONLY=official` (not in the default run: minutes, and it downloads
+ * from the Debian mirror): the `code-interpreter` template built from the
+ * `base` root, once with an empty package cache and once with the cache the
+ * first build filled, beside the bare OS work of the first: the same
+ * apt-get install in a chroot of a copy of the base root, no package cache.
+ */
+export async function officialBuildRows(): Promise<Row[]> {
+  const tmp = mkdtempSync('/tmp/wbo-');
+  const templatesDir = join(tmp, 'templates');
+  mkdirSync(templatesDir);
+  for (const t of ['base', '.guest'])
+    execFileSync('cp', ['-al', join(TEMPLATES_DIR, t), join(templatesDir, t)]);
+  const p = await startTestPlatform({ templatesDir, templates: ['base'] });
+  try {
+    const recipe = officialRecipe('code-interpreter');
+    if (!recipe) throw new Error('no code-interpreter recipe');
+    const rows: Row[] = [];
+    for (const cache of ['empty', 'filled by the first build']) {
+      const warren = await streamBuild(p, '/v1/templates/code-interpreter/rebuild');
+      rows.push({
+        name: `template build: code-interpreter, package cache ${cache}`,
+        unit: 'ms',
+        warren: [warren],
+        direct: [],
+        directName: 'chroot apt-get install on a copy of base root, no cache',
+      });
+      await p.api('/v1/templates/code-interpreter', { method: 'DELETE' });
+      rmSync(join(templatesDir, 'code-interpreter'), { recursive: true, force: true });
+    }
+    const t = now();
+    await deriveRoot(
+      join(tmp, 'direct-root'),
+      {
+        baseRoot: join(templatesDir, 'base', 'rootfs'),
+        packages: recipe.packages,
+        aptCache: join(tmp, 'no-cache'),
+      },
+      () => undefined,
+    );
+    const direct = now() - t;
+    for (const r of rows) r.direct.push(direct);
+    return rows;
   } finally {
     await p.stop();
     rmSync(tmp, { recursive: true, force: true });
