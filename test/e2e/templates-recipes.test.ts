@@ -82,6 +82,16 @@ describe('templates from recipes', () => {
     assert.equal(c.code, 0, c.stderr);
     assert.equal(c.stdout, 'py-app\n');
     assert.match(c.stderr, /\[step 2\]|step 2\/6: copy: \/srv\/app.py/);
+    // Only what the steps changed is captured: the base root's copy, made on the
+    // host meanwhile, must not make the base's files look changed (ctime).
+    const changed = Number(/(\d+) paths changed/.exec(c.stderr)?.[1]);
+    assert.ok(changed > 0 && changed < 100, `captured ${changed} paths`);
+    // The build sandbox and the bake's container are gone once the teardowns end.
+    await p.host.settle();
+    assert.deepEqual(
+      p.runscContainers().filter((id) => /^(bake|bld)-/.test(id)),
+      [],
+    );
     const t = await p.json('/v1/templates/py-app');
     assert.equal(t.source, 'recipe');
     assert.equal(t.base, 'base');
