@@ -1,4 +1,9 @@
-/** Create -> first exec rows: one sandbox at a time, and several at once. */
+/**
+ * Create -> first exec rows: one sandbox at a time, and several at once; and
+ * where the sequential creates' time went on the host, from the platform's
+ * phase histogram (warren_sandbox_create_phase_duration_seconds).
+ */
+import type { TestPlatform } from '../test/fixture';
 import type { Harness } from './harness';
 import type { Row } from './stats';
 
@@ -11,7 +16,7 @@ export async function createRows({
   createExec,
   deleteAll,
   destroyDirect,
-}: Harness): Promise<{ seq: Row; conc: Row }> {
+}: Harness): Promise<{ seq: Row; conc: Row; phases: string }> {
   const seq: Row = {
     name: 'create -> first exec (sequential)',
     unit: 'ms',
@@ -19,6 +24,7 @@ export async function createRows({
     direct: [],
     directName: 'runsc restore + runsc exec true',
   };
+  const before = await phaseTotals(p);
   for (let i = 0; i < SEQUENTIAL; i++) {
     const [w, id] = await createExec();
     seq.warren.push(w);
@@ -27,6 +33,13 @@ export async function createRows({
     seq.direct.push(d);
     await destroyDirect([did]);
   }
+
+  const after = await phaseTotals(p);
+  const means = [...after].map(([phase, t]) => {
+    const was = before.get(phase) ?? { sum: 0, count: 0 };
+    return `${phase} ${(((t.sum - was.sum) / (t.count - was.count)) * 1000).toFixed(1)} ms`;
+  });
+  const phases = `create phases on the host, mean of the ${SEQUENTIAL} sequential creates: ${means.join(', ')}`;
 
   const conc: Row = {
     name: `create -> first exec (${CONCURRENT} concurrent)`,
@@ -43,5 +56,18 @@ export async function createRows({
     conc.direct.push(...d.map((x) => x[0]));
     await destroyDirect(d.map((x) => x[1]));
   }
-  return { seq, conc };
+  return { seq, conc, phases };
+}
+
+/** Sum and count of each phase of the create phase histogram, from /metrics. */
+async function phaseTotals(p: TestPlatform): Promise<Map<string, { sum: number; count: number }>> {
+  const text = await (await p.api('/metrics')).text();
+  const out = new Map<string, { sum: number; count: number }>();
+  const re = /^warren_sandbox_create_phase_duration_seconds_(sum|count)\{phase="(\w+)"\} (\S+)$/gm;
+  for (const [, kind, phase, v] of text.matchAll(re)) {
+    const t = out.get(phase!) ?? { sum: 0, count: 0 };
+    t[kind as 'sum' | 'count'] = Number(v);
+    out.set(phase!, t);
+  }
+  return out;
 }

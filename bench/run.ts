@@ -94,10 +94,11 @@ async function main(): Promise<void> {
     await deleteAll([(await createExec())[1]]);
     await destroyDirect([(await direct.restoreAndExec(p))[1]]);
 
-    const { seq, conc } = want('create')
+    const { seq, conc, phases } = want('create')
       ? await createRows(h)
-      : { seq: null as Row | null, conc: null as Row | null };
+      : { seq: null as Row | null, conc: null as Row | null, phases: null };
     if (seq && conc) rows.push(seq, conc);
+    if (phases) extra.push(phases);
 
     const [, sbx] = await createExec();
     cleanup.push(sbx);

@@ -127,6 +127,17 @@ describe('metrics and usage (real gVisor)', () => {
     assert.ok(
       value(after, 'warren_sandbox_creates_total', { source: 'template', result: 'ok' }) >= 1,
     );
+    // Where the creates' time went on the host: every phase once per create, within its time.
+    const created = histogram(afterText, 'warren_sandbox_create_duration_seconds', {
+      source: 'template',
+    });
+    const phases = ['prepare', 'disk', 'restore', 'connect', 'hello', 'finish'].map((phase) =>
+      histogram(afterText, 'warren_sandbox_create_phase_duration_seconds', { phase }),
+    );
+    for (const h of phases) assert.equal(h.count, created.count);
+    assert.ok(phases[2]!.sum > 0 && phases[4]!.sum > 0, 'the restore and the hello take time');
+    const phaseSum = phases.reduce((n, h) => n + h.sum, 0);
+    assert.ok(phaseSum <= created.sum + 0.001, `phases ${phaseSum} s, creates ${created.sum} s`);
     assert.equal(
       value(after, 'warren_host_memory_budget_bytes', { host: p.host.id }),
       p.config.memoryBudgetMb * 1024 * 1024,

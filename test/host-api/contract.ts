@@ -169,19 +169,36 @@ export function hostApiContract(name: string, fx: ContractFixture): void {
       const t = (await ctx.host.templates.get(fx.template))!;
       const id = newId('sandbox');
       made.add(id);
-      const size = await ctx.host.sandboxes.create({ id, template: fx.template, env: {} });
+      const { phases_ms, ...size } = await ctx.host.sandboxes.create({
+        id,
+        template: fx.template,
+        env: {},
+      });
       assert.deepEqual(size, {
         cpu: t.default_cpu,
         memory_mb: t.default_memory_mb,
         disk_mb: t.default_disk_mb,
       });
+      // Where the create's time went, phase by phase, in milliseconds.
+      assert.deepEqual(Object.keys(phases_ms), [
+        'prepare',
+        'disk',
+        'restore',
+        'connect',
+        'hello',
+        'finish',
+      ]);
+      for (const ms of Object.values(phases_ms)) assert.ok(Number.isFinite(ms) && ms >= 0, `${ms}`);
       const other = newId('sandbox');
       made.add(other);
       const asked = { cpu: 1, memory_mb: 200, disk_mb: 300 };
-      assert.deepEqual(
-        await ctx.host.sandboxes.create({ id: other, template: fx.template, env: {}, ...asked }),
-        asked,
-      );
+      const { phases_ms: _, ...got } = await ctx.host.sandboxes.create({
+        id: other,
+        template: fx.template,
+        env: {},
+        ...asked,
+      });
+      assert.deepEqual(got, asked);
       await ctx.host.sandboxes.destroy(id);
       await ctx.host.sandboxes.destroy(other);
     });

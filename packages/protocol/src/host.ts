@@ -77,6 +77,27 @@ export interface HostSandboxSizing {
   disk_mb: number;
 }
 
+/** Where a create's time went on its host, in milliseconds, in order. */
+export interface HostCreatePhases {
+  /** The source resolved (a snapshot fetched from the store), memory admitted, the channel opened. */
+  prepare: number;
+  /** The sandbox's disk made and mounted, with its volumes. */
+  disk: number;
+  /** The runtime's restore of the image. */
+  restore: number;
+  /** From the end of the restore until the guest agent dialed in (0 if it dialed in before). */
+  connect: number;
+  /** The agent's hello: its identity, env and egress settings. */
+  hello: number;
+  /** Volumes mounted in the guest, processes the image brought along stopped. */
+  finish: number;
+}
+
+/** A created sandbox: its sizes, and where the create's time went. */
+export interface HostCreateResult extends HostSandboxSizing {
+  phases_ms: HostCreatePhases;
+}
+
 export interface HostCapabilities {
   /** Running sandboxes can be saved to an image and copies restored from it. */
   checkpoint: boolean;
@@ -147,7 +168,7 @@ export interface HostSandboxApi {
    * (INVALID_NETWORK_POLICY), admits it (INSUFFICIENT_CAPACITY) and starts it.
    * On failure nothing is left.
    */
-  create(req: HostCreateRequest): Promise<HostSandboxSizing>;
+  create(req: HostCreateRequest): Promise<HostCreateResult>;
   /** Stops a sandbox at once and releases what it held; safe to repeat. */
   destroy(id: string): Promise<void>;
   pause(id: string): Promise<void>;

@@ -51,6 +51,9 @@ export class GuestChannel {
     private readonly hello: () => GuestHello,
   ) {}
 
+  /** When the current connection was made (performance.now()), or null before the first. */
+  connectedAt: number | null = null;
+
   get connected(): boolean {
     return this.session !== null && !this.session.closed && !this.session.destroyed;
   }
@@ -160,6 +163,7 @@ export class GuestChannel {
     });
     const previous = this.session;
     this.session = session;
+    this.connectedAt = performance.now();
     previous?.destroy();
     this.ready = false;
     this.sendHello(session).then(

@@ -10,6 +10,8 @@ import {
   GUEST_PATHS,
   WarrenError,
   type HostCreateRequest,
+  type HostCreatePhases,
+  type HostCreateResult,
   type HostSandboxSizing,
   type HostVolumeAttachment,
   type SandboxSource,
@@ -79,7 +81,8 @@ export async function createSandbox(
   ctx: HostContext,
   captures: Captures,
   req: HostCreateRequest,
-): Promise<HostSandboxSizing> {
+): Promise<HostCreateResult> {
+  const phases = new Phases();
   if (ctx.registry.has(req.id))
     throw new WarrenError('INTERNAL', `sandbox ${req.id} already exists on this host`);
   const template = await ctx.catalog.get(req.template);
@@ -89,7 +92,7 @@ export async function createSandbox(
   const undo = new Undo();
   try {
     const source = await resolveSource(ctx, captures, template, req.from, scratch);
-    await restore(ctx, req, size, source, undo);
+    await restore(ctx, req, size, source, undo, phases);
   } catch (err) {
     await undo.run();
     throw err;
@@ -105,7 +108,33 @@ export async function createSandbox(
       throw err;
     }
   }
-  return size;
+  return { ...size, phases_ms: phases.done() };
+}
+
+/** Timestamps of a create's phases (HostCreatePhases), taken as it goes. */
+class Phases {
+  private readonly started = performance.now();
+  private readonly at: Partial<Record<'admitted' | 'disk' | 'restored' | 'ready', number>> = {};
+  connectedAt: number | null = null;
+
+  mark(phase: 'admitted' | 'disk' | 'restored' | 'ready'): void {
+    this.at[phase] = performance.now();
+  }
+
+  done(): HostCreatePhases {
+    const end = performance.now();
+    const { admitted = end, disk = end, restored = end, ready = end } = this.at;
+    const connected = Math.min(Math.max(this.connectedAt ?? restored, restored), ready);
+    const ms = (n: number) => Math.round(n * 10) / 10;
+    return {
+      prepare: ms(admitted - this.started),
+      disk: ms(disk - admitted),
+      restore: ms(restored - disk),
+      connect: ms(connected - restored),
+      hello: ms(ready - connected),
+      finish: ms(end - ready),
+    };
+  }
 }
 
 async function resolveSource(
@@ -133,6 +162,7 @@ async function restore(
   size: HostSandboxSizing,
   source: RestoreSource,
   undo: Undo,
+  phases: Phases,
 ): Promise<void> {
   const storage: SandboxStorage = { diskMb: size.disk_mb, volumes: hostVolumes(req.volumes) };
   ctx.registry.reserve(req.id, size.memory_mb, await admissionUsedMb(ctx));
@@ -147,7 +177,9 @@ async function restore(
   if (storage.volumes.length > 0) refuseVolumesWithoutDisk(ctx, source.hasDisk);
   // Unmounted before the work directory is removed: never delete through a volume mount.
   undo.push(() => releaseSandboxDisk(workDir));
+  phases.mark('admitted');
   const disk = await prepareDisk(ctx, workDir, storage, source.hasDisk);
+  phases.mark('disk');
   const spec: SandboxSpec = {
     id: req.id,
     rootfs: source.rootfs,
@@ -163,7 +195,10 @@ async function restore(
   await writeState(workDir, spec, storage);
   undo.push(() => ctx.driver.destroy(req.id));
   await ctx.driver.restore(spec, source.image);
+  phases.mark('restored');
   await channel.waitReady(ctx.readyTimeoutMs);
+  phases.mark('ready');
+  phases.connectedAt = channel.connectedAt;
   if (storage.volumes.length > 0) {
     await channel.json({
       method: 'POST',

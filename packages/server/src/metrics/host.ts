@@ -23,9 +23,10 @@ export function instrumentHost(host: HostApi, metrics: Metrics, usage: UsageSamp
     const source = req.from?.kind ?? 'template';
     const started = performance.now();
     try {
-      const size = await create(req);
-      metrics.sandboxCreate(source, 'ok', (performance.now() - started) / 1000);
-      return size;
+      const created = await create(req);
+      const seconds = (performance.now() - started) / 1000;
+      metrics.sandboxCreate(source, 'ok', seconds, { ...created.phases_ms });
+      return created;
     } catch (err) {
       metrics.sandboxCreate(source, resultOf(err), (performance.now() - started) / 1000);
       throw err;

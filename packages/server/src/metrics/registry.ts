@@ -24,6 +24,8 @@ const MIB = 1024 * 1024;
 
 /** Seconds from 5 ms to 2 min: API calls, and the restores and waits behind them. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** Phases of a create take milliseconds. */
+const PHASE_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export type WebhookResult = 'delivered' | 'failed';
 
@@ -34,6 +36,7 @@ export class Metrics {
   private readonly errors: Counter<'code'>;
   private readonly creates: Counter<'source' | 'result'>;
   private readonly createSeconds: Histogram<'source'>;
+  private readonly createPhaseSeconds: Histogram<'phase'>;
   private readonly restores: Counter<'result'>;
   private readonly refusals: Counter<'operation'>;
   private readonly egressBytes: Counter<'direction'>;
@@ -74,6 +77,13 @@ export class Metrics {
       help: 'Time a host took to start a new sandbox, successful starts only',
       labelNames: ['source'],
       buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.createPhaseSeconds = new Histogram({
+      name: 'warren_sandbox_create_phase_duration_seconds',
+      help: 'Where the time of successful sandbox starts went on their host, by phase (prepare, disk, restore, connect, hello, finish)',
+      labelNames: ['phase'],
+      buckets: PHASE_BUCKETS,
       registers,
     });
     this.restores = new Counter({
@@ -134,9 +144,16 @@ export class Metrics {
     if (code) this.errors.inc({ code });
   }
 
-  sandboxCreate(source: string, result: string, seconds: number): void {
+  sandboxCreate(
+    source: string,
+    result: string,
+    seconds: number,
+    phasesMs?: Record<string, number>,
+  ): void {
     this.creates.inc({ source, result });
     if (result === 'ok') this.createSeconds.observe({ source }, seconds);
+    for (const [phase, ms] of Object.entries(phasesMs ?? {}))
+      this.createPhaseSeconds.observe({ phase }, ms / 1000);
     if (result === 'INSUFFICIENT_CAPACITY') this.refusals.inc({ operation: 'create' });
   }
 

@@ -210,7 +210,7 @@ export class SandboxCreator {
       // The pressure ladder makes room on the control plane's own host; a joined agent admits alone.
       const admit = <T>(attempt: () => Promise<T>) =>
         rec.host_id === this.host.id ? this.lifecycle.admitting(rec.id, attempt) : attempt();
-      const size = await admit(() =>
+      const created = await admit(() =>
         this.host.sandboxes.create({
           id: rec.id,
           template: o.template,
@@ -224,7 +224,8 @@ export class SandboxCreator {
           reset_processes: o.reset,
         }),
       );
-      await this.store.updateSandbox(rec.id, size);
+      const { cpu, memory_mb, disk_mb } = created;
+      await this.store.updateSandbox(rec.id, { cpu, memory_mb, disk_mb });
     } catch (err) {
       // Nothing half-created survives: the host agent has already undone its part.
       await this.volumes.detach(rec.id);
