@@ -62,7 +62,7 @@ describe('templates from recipes', () => {
         default_memory_mb: 256,
         steps: [
           {
-            run: 'mkdir -p /srv && echo built > /srv/built.txt && rm /etc/debian_version && mv /etc/issue.net /srv/issue.moved && echo more >> /etc/issue',
+            run: 'mkdir -p /srv && echo built > /srv/built.txt && rm /etc/debian_version && mv /etc/issue.net /srv/issue.moved && echo more >> /etc/issue && chmod 600 /etc/login.defs && echo "# old mtime" >> /etc/shells && touch -d @0 /etc/shells',
           },
           { copy: { src: 'app.py', dest: '/srv/app.py' } },
           { env: { APP_MODE: 'test' } },
@@ -117,6 +117,12 @@ describe('templates from recipes', () => {
       ],
     });
     assert.equal(check.stdout, '1\n1\nmore\n');
+    // Changes that leave the mtime older than the build (a chmod, a file given an old mtime) too.
+    const older = await exec(p, id, {
+      cmd: 'sh',
+      args: ['-c', 'stat -c %a /etc/login.defs; tail -1 /etc/shells'],
+    });
+    assert.equal(older.stdout, '600\n# old mtime\n');
     // ...and the base's root, which the new root shares files with, is untouched.
     const baseRoot = join(templatesDir, 'base/rootfs');
     assert.ok(existsSync(join(baseRoot, 'etc/debian_version')));

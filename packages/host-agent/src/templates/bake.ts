@@ -16,6 +16,7 @@ import type { SandboxSpec } from '../runtime/driver';
 import { prepareDisk } from '../sandboxes/disk';
 import { runtimeKey } from '../sandboxes/registry';
 import { officialRecipe, type TemplateRecord } from './catalog';
+import { duBytes } from './disk-usage';
 import type { Progress } from './rootfs';
 import { startAndWaitReady, type BakeOptions } from './start';
 
@@ -24,6 +25,8 @@ export interface Baked {
   image: string;
   guestKey: string;
   runtimeVersion: string;
+  /** The size of the root's files, summed while the bake ran. */
+  rootfsBytes: number;
 }
 
 export async function bake(
@@ -35,6 +38,7 @@ export async function bake(
   opts: BakeOptions = {},
 ): Promise<Baked> {
   const guest = await ctx.guestBundle();
+  const rootfsBytes = duBytes(rootfs); // meanwhile: a root has thousands of files
   const id = `bake-${randomBytes(6).toString('hex')}`;
   const workDir = join(ctx.sandboxesDir, id);
   const channelDir = join(workDir, 'chan');
@@ -86,7 +90,12 @@ export async function bake(
       await channel.prepareCheckpoint();
       await rm(imageDir, { recursive: true, force: true });
       await ctx.driver.checkpoint(id, imageDir);
-      return { image: imageDir, guestKey: guest.key, runtimeVersion: ctx.runtimeVersion };
+      return {
+        image: imageDir,
+        guestKey: guest.key,
+        runtimeVersion: ctx.runtimeVersion,
+        rootfsBytes: await rootfsBytes,
+      };
     } finally {
       // In the background: runsc's removal of a container waits until its
       // process is reaped, which can take a second or more after a checkpoint
@@ -162,12 +171,7 @@ export async function ensureBuiltin(
       join(ctx.catalog.dir(name), 'snapshot.tmp'),
       { env: recipe.env, cwd: recipe.workdir, start: recipe.start, ready: recipe.ready, progress },
     );
-    const rec = await ctx.catalog.commit(
-      { ...recipe, buildMs: Date.now() - started },
-      baked.image,
-      baked.guestKey,
-      baked.runtimeVersion,
-    );
+    const rec = await ctx.catalog.commit({ ...recipe, buildMs: Date.now() - started }, baked);
     progress(`template ${name} ready (snapshot baked in ${Date.now() - started} ms)`);
     return rec;
   });

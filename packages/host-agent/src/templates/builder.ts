@@ -211,9 +211,7 @@ export class TemplateBuilder {
           ...meta,
           buildMs: Date.now() - started,
         },
-        baked.image,
-        baked.guestKey,
-        baked.runtimeVersion,
+        baked,
       );
       progress(`template ${spec.name} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       return rec;
@@ -270,9 +268,7 @@ export class TemplateBuilder {
           ready: rec.ready,
           buildMs: Date.now() - started,
         },
-        baked.image,
-        baked.guestKey,
-        baked.runtimeVersion,
+        baked,
       );
     } finally {
       this.building.delete(rec.name);

@@ -15,6 +15,7 @@ import { ID_PREFIX, WarrenError, newId, type ReadyProbe, type Template } from '@
 import { OfficialBuilds, notBuiltError } from './official';
 import { finishPostgresRoot } from './postgres-root';
 import { deriveRoot } from './derived-root';
+import type { Baked } from './bake';
 import { duBytes } from './disk-usage';
 import { debootstrap, type Progress } from './rootfs';
 import { finishTypescriptRoot } from './typescript-root';
@@ -289,12 +290,8 @@ export class TemplateCatalog {
   }
 
   /** Writes the record of a freshly baked snapshot (moved into place atomically). */
-  async commit(
-    recipe: TemplateMeta,
-    bakedImage: string,
-    guestKey: string,
-    runtimeVersion: string,
-  ): Promise<TemplateRecord> {
+  async commit(recipe: TemplateMeta, baked: Baked): Promise<TemplateRecord> {
+    const { image: bakedImage, guestKey, runtimeVersion } = baked;
     const dir = this.dir(recipe.name);
     const snapshot = join(dir, 'snapshot');
     const previous = await this.read(recipe.name);
@@ -305,7 +302,7 @@ export class TemplateCatalog {
       name: recipe.name,
       state: 'ready',
       ...sizing(recipe),
-      rootfs_bytes: await duBytes(join(dir, 'rootfs')),
+      rootfs_bytes: baked.rootfsBytes,
       snapshot_bytes: await duBytes(snapshot),
       built_at: new Date().toISOString(),
       source: recipe.source ?? 'builtin',

@@ -8,7 +8,10 @@
  *    the marker, into two files.
  * 3. Changed = changed since the marker, plus paths the base does not have
  *    (a rename keeps its times). Deleted = paths of the base the sandbox no
- *    longer has.
+ *    longer has. A path whose ctime alone is newer (its mtime is not) counts
+ *    only if its mode, owner, size or mtime differ from the base's: a hard
+ *    link to a base file, made on the host by another build's copy of the
+ *    same root, changes nothing but its ctime (see sameAsBase).
  * 4. The sandbox archives only the changed paths (`tar --no-recursion`) and
  *    the archive is streamed out over the agent channel.
  * 5. The new root starts as a hard-link copy of the base's root (`cp -al`,
@@ -22,7 +25,7 @@
  * agent's mounts.
  */
 import { execFile } from 'node:child_process';
-import { readdirSync, rmSync } from 'node:fs';
+import { lstatSync, readdirSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -35,6 +38,7 @@ import { runInGuest } from './start';
 const MARKER = '/tmp/.warren-build-start';
 const ALL = '/tmp/.warren-all';
 const CHANGED = '/tmp/.warren-changed';
+const CTIME_ONLY = '/tmp/.warren-ctime-only';
 const LIST = '/tmp/.warren-list';
 const ARCHIVE = '/tmp/.warren-diff.tar';
 
@@ -96,6 +100,29 @@ export async function copyRoot(base: string, target: string): Promise<void> {
   }
 }
 
+/**
+ * Whether a path of the sandbox whose ctime alone changed is as in the base:
+ * same permission bits, owner, group, size and mtime to the nanosecond (the
+ * quick check rsync makes). `meta` is find's `%m %U %G %s %T@`.
+ */
+function sameAsBase(baseRootfs: string, path: string, meta: string): boolean {
+  const [mode, uid, gid, size, mtime = ''] = meta.split(' ');
+  const [sec = '', frac = ''] = mtime.split('.');
+  if (!/^\d+$/.test(sec) || !/^\d*$/.test(frac)) return false;
+  try {
+    const st = lstatSync(resolveInRoot(baseRootfs, path.split('/'), false), { bigint: true });
+    return (
+      (st.mode & 0o7777n).toString(8) === mode &&
+      String(st.uid) === uid &&
+      String(st.gid) === gid &&
+      String(st.size) === size &&
+      st.mtimeNs === BigInt(sec) * 1_000_000_000n + BigInt(frac.padEnd(9, '0').slice(0, 9))
+    );
+  } catch {
+    return false; // not in the base (or not reachable in it): changed
+  }
+}
+
 const paths = (buf: Buffer): string[] =>
   buf
     .toString('utf8')
@@ -132,13 +159,22 @@ async function diffInSandbox(
   baseRootfs: string,
   progress: (line: string) => void,
 ): Promise<string[]> {
+  const meta = '%p\\0%m %U %G %s %T@\\0';
+  // GNU find writes the three lists in one pass; another find (busybox) takes
+  // two and every ctime change counts.
   await sh(
     channel,
-    `find / -xdev -fprint0 ${ALL} \\( -newer ${MARKER} -o -cnewer ${MARKER} \\) -fprint0 ${CHANGED}`,
+    `find / -xdev -fprint0 ${ALL} \\( -newer ${MARKER} -fprint0 ${CHANGED} -o -cnewer ${MARKER} -fprintf ${CTIME_ONLY} '${meta}' \\) 2>/dev/null || ` +
+      `{ find / -xdev -print0 > ${ALL} && find / -xdev \\( -newer ${MARKER} -o -cnewer ${MARKER} \\) -print0 > ${CHANGED} && : > ${CTIME_ONLY}; }`,
     'find',
   );
   const all = new Set(paths(await download(channel, ALL)));
   const changed = new Set(paths(await download(channel, CHANGED)));
+  const ctimeOnly = (await download(channel, CTIME_ONLY)).toString('utf8').split('\0');
+  for (let i = 0; i + 1 < ctimeOnly.length; i += 2) {
+    const path = ctimeOnly[i]!.replace(/^\/+/, '');
+    if (path && !sameAsBase(baseRootfs, path, ctimeOnly[i + 1]!)) changed.add(path);
+  }
   const base = listTree(baseRootfs);
   for (const p of all) if (!base.has(p)) changed.add(p);
   const deleted = [...base].filter((p) => !all.has(p)).sort();
