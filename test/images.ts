@@ -4,7 +4,7 @@
  * layout or as a `docker save` archive.
  */
 import { createHash } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -47,9 +47,21 @@ export async function tarOf(entries: Entry[]): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** A layer holding a whole directory tree (GNU tar, numeric owners kept). */
+/**
+ * A layer holding a whole directory tree (GNU tar, numeric owners kept).
+ * Exit status 1 is "file changed as we read it": a test elsewhere hard-linking
+ * the same template root changes only the files' ctime, and the archive is whole.
+ */
 export function tarOfDir(dir: string, out: string): string {
-  execFileSync('tar', ['-C', dir, '--numeric-owner', '-cf', out, '.']);
+  const r = spawnSync(
+    'tar',
+    ['-C', dir, '--numeric-owner', '--warning=no-file-changed', '-cf', out, '.'],
+    {
+      encoding: 'utf8',
+    },
+  );
+  if (r.status !== 0 && r.status !== 1)
+    throw new Error(`tar of ${dir} failed (${r.status}): ${r.stderr}`);
   return out;
 }
 
