@@ -64,20 +64,18 @@ function targetLines(rows: Row[]): string[] {
     const share = median(download.direct) / median(download.warren);
     line('preview throughput at least 0.8 of direct', share.toFixed(2), share >= 0.8);
   }
-  const tree = row('fork-tree of 16');
-  if (tree)
-    line(
-      'fork-tree of 16 within 6 s',
-      `${(median(tree.warren) / 1000).toFixed(1)} s`,
-      median(tree.warren) <= 6000,
-    );
-  const interpreter = row('template build: code-interpreter, package cache empty');
-  if (interpreter)
-    line(
+  for (const [prefix, what, maxMs, digits] of [
+    ['fork-tree of 16', 'fork-tree of 16 within 6 s', 6000, 1],
+    [
+      'template build: code-interpreter, package cache empty',
       'code-interpreter template build within 4 min',
-      `${(median(interpreter.warren) / 1000).toFixed(0)} s`,
-      median(interpreter.warren) <= 240_000,
-    );
+      240_000,
+      0,
+    ],
+  ] as const) {
+    const r = row(prefix);
+    if (r) line(what, `${(median(r.warren) / 1000).toFixed(digits)} s`, median(r.warren) <= maxMs);
+  }
   return out;
 }
 

@@ -33,6 +33,18 @@ async function streamBuild(p: TestPlatform, path: string, body?: unknown): Promi
   return now() - t;
 }
 
+/** A platform over a private templates directory holding hard links to `base`. */
+async function privatePlatform(
+  prefix: string,
+): Promise<{ tmp: string; templatesDir: string; p: TestPlatform }> {
+  const tmp = mkdtempSync(prefix);
+  const templatesDir = join(tmp, 'templates');
+  mkdirSync(templatesDir);
+  for (const t of ['base', '.guest'])
+    execFileSync('cp', ['-al', join(TEMPLATES_DIR, t), join(templatesDir, t)]);
+  return { tmp, templatesDir, p: await startTestPlatform({ templatesDir, templates: ['base'] }) };
+}
+
 /** Boots a root with runsc and checkpoints it at once: the bare runtime part of a bake. */
 async function directBake(p: TestPlatform, dir: string, n: number): Promise<number> {
   const driver = new GvisorDriver({ binary: RUNSC, stateDir: join(dir, 'runsc') });
@@ -62,12 +74,7 @@ export async function templateRows(
   restoreAndExec: (p: TestPlatform, image: string, template: string) => Promise<[number, string]>,
   destroyDirect: (ids: string[]) => Promise<void>,
 ): Promise<{ rows: Row[]; createRow: Row }> {
-  const tmp = mkdtempSync('/tmp/wbt-');
-  const templatesDir = join(tmp, 'templates');
-  mkdirSync(templatesDir);
-  for (const t of ['base', '.guest'])
-    execFileSync('cp', ['-al', join(TEMPLATES_DIR, t), join(templatesDir, t)]);
-  const p = await startTestPlatform({ templatesDir, templates: ['base'] });
+  const { tmp, p } = await privatePlatform('/tmp/wbt-');
   try {
     const base: Row = {
       name: 'template build: base (bake; root cached)',
@@ -134,12 +141,7 @@ export async function templateRows(
  * apt-get install in a chroot of a copy of the base root, no package cache.
  */
 export async function officialBuildRows(): Promise<Row[]> {
-  const tmp = mkdtempSync('/tmp/wbo-');
-  const templatesDir = join(tmp, 'templates');
-  mkdirSync(templatesDir);
-  for (const t of ['base', '.guest'])
-    execFileSync('cp', ['-al', join(TEMPLATES_DIR, t), join(templatesDir, t)]);
-  const p = await startTestPlatform({ templatesDir, templates: ['base'] });
+  const { tmp, templatesDir, p } = await privatePlatform('/tmp/wbo-');
   try {
     const recipe = officialRecipe('code-interpreter');
     if (!recipe) throw new Error('no code-interpreter recipe');
