@@ -1,8 +1,11 @@
 /** Templates built from recipes (API and CLI), and the official templates, against real runsc. */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
 import { createSandbox, exec, runCli, type TestPlatform } from '../fixture';
 import { startTemplatesPlatform, type TemplatesPlatform } from '../templates';
 
@@ -139,6 +142,38 @@ describe('templates from recipes', () => {
     await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
     assert.equal((await cli(['template', 'rm', 'py-app'])).code, 0);
     assert.ok(!existsSync(join(templatesDir, 'py-app')));
+  });
+});
+
+describe('recipe builds racing a copy of their base', () => {
+  test('hard links made to the base root meanwhile do not count as changes', async () => {
+    // Another build (or anything) hard-linking the base's files changes only their ctime.
+    let copying = true;
+    const copies = (async () => {
+      for (let i = 0; copying; i++) {
+        const to = join(tmp, `base-copy-${i}`);
+        await promisify(execFile)('cp', ['-al', join(templatesDir, 'base/rootfs'), to]);
+        await rm(to, { recursive: true, force: true });
+      }
+    })();
+    let r;
+    try {
+      r = await build({
+        name: 'raced',
+        base: 'base',
+        steps: [{ run: 'sleep 2; mkdir -p /srv && echo raced > /srv/raced.txt' }],
+      });
+    } finally {
+      copying = false;
+      await copies;
+    }
+    assert.equal(r.error, undefined, JSON.stringify(r.error));
+    const changed = Number(/(\d+) paths changed/.exec(r.logs.join('\n'))?.[1]);
+    assert.ok(changed > 0 && changed < 100, `captured ${changed} paths`);
+    const id = await createSandbox(p, { template: 'raced' });
+    assert.equal((await exec(p, id, { cmd: 'cat', args: ['/srv/raced.txt'] })).stdout, 'raced\n');
+    await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    assert.equal((await p.api('/v1/templates/raced', { method: 'DELETE' })).status, 204);
   });
 });
 
