@@ -63,7 +63,7 @@ describe('disk limits and volumes (real gVisor)', () => {
     const r = await sh(p, id, 'dd if=/dev/zero of=/root/big bs=1M count=100; echo rc=$?');
     assert.match(r.stderr, /No space left on device/);
     assert.match(r.stdout, /rc=1/);
-    const image = join(p.home, 'sandboxes', id, 'disk.img');
+    const image = join(p.home, 'sandboxes', id, 'disk', 'disk.img');
     assert.ok(statSync(image).blocks * 512 <= 64 * 1024 * 1024, 'the host image stays in its size');
     // Freed space can be written again, and the sandbox goes on working.
     const again = await sh(
@@ -212,10 +212,11 @@ describe('disk limits and volumes (real gVisor)', () => {
     assert.equal((await p.api('/v1/volumes/data', { method: 'DELETE' })).status, 204);
     await expectError(await p.api('/v1/volumes/data'), 404, 'VOLUME_NOT_FOUND');
     assert.equal(existsSync(join(p.home, 'volumes', vol.id)), false, 'the image is gone');
-    // The volume pool (volume-pool.ts) stays mounted on the volumes directory; nothing else.
+    // The volume pool (volume-pool.ts) stays mounted on the volumes directory, and the
+    // disks made ahead of time (disk-pool.ts) in theirs; nothing else.
     const pool = join(p.home, 'volumes');
     assert.deepEqual(
-      mountsBelow(p.home).filter((m) => m !== pool),
+      mountsBelow(p.home).filter((m) => m !== pool && !m.startsWith(join(p.home, 'disk-pool/'))),
       [],
     );
   });

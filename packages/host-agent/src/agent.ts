@@ -38,9 +38,10 @@ import { createObjectStore, hostArchiveApi } from './archive';
 import { checkKey } from './archive/store';
 import { volumeReader } from './archive/volume-read';
 import { createSnapshotStore, type SnapshotStore } from './snapshots';
+import { DiskPool } from './storage/disk-pool';
 import { HostVolumes, plainName, templateSeed } from './storage/host-volumes';
 import { bake } from './templates/bake';
-import { TemplateCatalog, type TemplateRecord } from './templates/catalog';
+import { DEFAULT_DISK_MB, TemplateCatalog, type TemplateRecord } from './templates/catalog';
 import { ensureGuestBundle, type GuestBundle } from './templates/guest-bundle';
 import { hostTemplateApi } from './templates/template-api';
 
@@ -102,6 +103,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
     }),
     catalog: new TemplateCatalog(config.templatesDir, config.debianMirror),
     volumes: new HostVolumes(join(config.home, 'volumes')),
+    diskPool: driver.capabilities.diskLimit ? new DiskPool(join(config.home, 'disk-pool')) : null,
     snapshots: createSnapshotStore(
       join(config.home, 'snapshots', 'store'),
       config.snapshotStore.kind === 's3' ? config.snapshotStore : undefined,
@@ -111,6 +113,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       (guest ??= await ensureGuestBundle(join(config.templatesDir, '.guest'))),
   };
   await ctx.volumes.open();
+  await ctx.diskPool?.open([DEFAULT_DISK_MB]);
   const captures = new Captures(ctx);
   const channelOf = (id: string) => ctx.registry.live(id).channel;
   const files = guestFiles(channelOf);
@@ -218,6 +221,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       // A bake cannot outlive this process (its channel listens here): stop it.
       await ctx.registry.stopBakes();
       await ctx.registry.settle();
+      await ctx.diskPool?.close();
       // Volume data stays on disk; the next start mounts it again.
       if (o.destroy) await ctx.volumes.unmountAll();
     },

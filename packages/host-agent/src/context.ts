@@ -2,6 +2,7 @@
 import type { EgressProxy } from './network/egress-proxy';
 import type { RuntimeDriver } from './runtime/driver';
 import type { SnapshotStore } from './snapshots';
+import type { DiskPool } from './storage/disk-pool';
 import type { HostVolumes } from './storage/host-volumes';
 import type { TemplateCatalog } from './templates/catalog';
 import type { GuestBundle } from './templates/guest-bundle';
@@ -20,6 +21,8 @@ export interface HostContext {
   registry: SandboxRegistry;
   catalog: TemplateCatalog;
   volumes: HostVolumes;
+  /** Sandbox disks made ahead of time; null where the driver limits no disk. */
+  diskPool: DiskPool | null;
   snapshots: SnapshotStore;
   /** The host-side egress proxy; without it sandboxes reach nothing outside. */
   egress: EgressProxy | null;

@@ -16,5 +16,11 @@ export async function prepareDisk(
 ): Promise<Partial<SandboxDisk>> {
   if (!ctx.driver.capabilities.diskLimit || !imageHasDisk) return {};
   for (const v of storage.volumes) await ctx.volumes.ensureMounted(v.id);
-  return prepareSandboxDisk(workDir, storage.diskMb, storage.volumes, (id) => ctx.volumes.data(id));
+  return prepareSandboxDisk(
+    workDir,
+    storage.diskMb,
+    storage.volumes,
+    (id) => ctx.volumes.data(id),
+    ctx.diskPool ?? undefined,
+  );
 }

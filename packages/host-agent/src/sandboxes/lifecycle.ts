@@ -118,13 +118,14 @@ export async function wakeSandbox(
   try {
     await releaseSandboxDisk(workDir); // whatever a failed hibernate left mounted
     undo.push(() => releaseSandboxDisk(workDir));
-    await prepareDisk(ctx, workDir, storage, spec.filestoreDir !== undefined);
+    const disk = await prepareDisk(ctx, workDir, storage, spec.filestoreDir !== undefined);
     const channel = await openChannel(ctx, id, spec, o.env, o.network);
     undo.push(async () => ctx.egress?.detach(id));
     undo.push(() => channel.close());
     // A new container: the one hibernated may still be being removed. Recorded
     // before the restore, so that after a restart the running one is known.
-    const woken: SandboxSpec = { ...spec, id: nextContainerId(id, spec.id) };
+    // Its disk's paths are today's (an image hibernated before a layout change restores too).
+    const woken: SandboxSpec = { ...spec, ...disk, id: nextContainerId(id, spec.id) };
     await writeState(workDir, woken, storage);
     undo.push(() => ctx.driver.destroy(woken.id));
     await ctx.driver.restore(woken, image);

@@ -6,6 +6,8 @@
 import { stat, statfs } from 'node:fs/promises';
 import type { HostSandboxUsage } from '@warren/protocol';
 import type { HostContext } from '../context';
+import { join } from 'node:path';
+import { DISK_MOUNT } from '../storage/disk-pool';
 import { sandboxDiskPaths } from '../storage/sandbox-disk';
 
 /**
@@ -15,14 +17,15 @@ import { sandboxDiskPaths } from '../storage/sandbox-disk';
  */
 export async function diskUsedBytes(workDir: string): Promise<number | null> {
   const { root } = sandboxDiskPaths(workDir);
-  try {
-    const [disk, parent] = await Promise.all([stat(root), stat(workDir)]);
-    if (disk.dev === parent.dev) return null;
-    const s = await statfs(root);
-    return (s.blocks - s.bfree) * s.bsize;
-  } catch {
-    return null;
+  const parent = await stat(workDir).catch(() => null);
+  // The mount is `fs` in the disk directory, or the directory itself (an older disk).
+  for (const dir of [join(root, DISK_MOUNT), root]) {
+    const disk = await stat(dir).catch(() => null);
+    if (!parent || !disk || disk.dev === parent.dev) continue;
+    const s = await statfs(dir).catch(() => null);
+    return s ? (s.blocks - s.bfree) * s.bsize : null;
   }
+  return null;
 }
 
 export async function sandboxUsage(ctx: HostContext, id: string): Promise<HostSandboxUsage | null> {

@@ -1,20 +1,26 @@
 /**
- * A sandbox's disk: one size-limited file system per sandbox (disk_mb), at
- * <workDir>/disk, holding
+ * A sandbox's disk: one size-limited file system per sandbox (disk_mb), in
+ * <workDir>/disk:
  *
- *   overlay/   the directory of the root overlay's filestore: everything the
- *              sandbox writes to its root ends up in one file here
- *   volumes/   mounted at /run/warren/volumes in the sandbox; one bind mount
- *              per attached volume, read-only ones remounted read-only
+ *   disk.img      the file system's sparse image
+ *   fs/           where it is mounted, holding
+ *     overlay/    the directory of the root overlay's filestore: everything the
+ *                 sandbox writes to its root ends up in one file here
+ *     volumes/    mounted at /run/warren/volumes in the sandbox; one bind mount
+ *                 per attached volume, read-only ones remounted read-only
  *
  * Whatever the sandbox writes into /run/warren/volumes outside a volume also
- * counts against disk_mb. The disk is made before a restore and removed when
- * the sandbox stops or hibernates (a hibernation image holds the files).
+ * counts against disk_mb. The disk is made before a restore (or taken ready
+ * from the DiskPool) and removed when the sandbox stops or hibernates (a
+ * hibernation image holds the files). Disks made before this layout were
+ * mounted at <workDir>/disk itself with the image beside it; they are
+ * released the same way.
  */
 import { mkdir, rm } from 'node:fs/promises';
+import { DISK_IMAGE, DISK_MOUNT, makeDisk, type DiskPool } from './disk-pool';
 import { join } from 'node:path';
 import { WarrenError } from '@warren/protocol';
-import { bindMount, makeExt4Image, mountImage, mountsBelow, unmountTree } from './mounts';
+import { bindMount, mountsBelow, unmountTree } from './mounts';
 
 export interface HostVolume {
   id: string;
@@ -28,13 +34,12 @@ export interface SandboxDisk {
   volumesDir: string;
 }
 
-export function sandboxDiskPaths(workDir: string): SandboxDisk & { root: string; image: string } {
+export function sandboxDiskPaths(workDir: string): SandboxDisk & { root: string } {
   const root = join(workDir, 'disk');
   return {
     root,
-    image: join(workDir, 'disk.img'),
-    filestoreDir: join(root, 'overlay'),
-    volumesDir: join(root, 'volumes'),
+    filestoreDir: join(root, DISK_MOUNT, 'overlay'),
+    volumesDir: join(root, DISK_MOUNT, 'volumes'),
   };
 }
 
@@ -47,14 +52,12 @@ export async function prepareSandboxDisk(
   diskMb: number | null,
   volumes: HostVolume[],
   volumeData: (id: string) => string,
+  pool?: DiskPool,
 ): Promise<SandboxDisk> {
   const paths = sandboxDiskPaths(workDir);
-  await mkdir(paths.root, { recursive: true });
   try {
-    if (diskMb !== null) {
-      await makeExt4Image(paths.image, diskMb);
-      await mountImage(paths.image, paths.root);
-    }
+    if (diskMb !== null && !(await pool?.take(diskMb, paths.root)))
+      await makeDisk(paths.root, diskMb);
     await mkdir(paths.filestoreDir, { recursive: true });
     await mkdir(paths.volumesDir, { recursive: true });
     for (const v of volumes) {
@@ -77,5 +80,5 @@ export async function releaseSandboxDisk(workDir: string): Promise<void> {
   if (left.length > 0)
     throw new WarrenError('RUNTIME_ERROR', `cannot unmount ${left.join(', ')}; left in place`);
   await rm(paths.root, { recursive: true, force: true });
-  await rm(paths.image, { force: true });
+  await rm(join(workDir, DISK_IMAGE), { force: true }); // the layout before fs/
 }
