@@ -52,6 +52,7 @@ const state: GuestState = {
   env: {},
   connections: 0,
   startedAt: Date.now(),
+  settling: Promise.resolve(),
   processes,
   pty: new PtyTable(processEnv, processes.helper),
   code: new CodeInterpreter(() => ({

@@ -1,5 +1,5 @@
 /** Request routing for the guest agent's HTTP/2 API (see @warren/protocol/guest). */
-import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { Http2Session, IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { Readable } from 'node:stream';
 import type { FileHandle } from 'node:fs/promises';
 import { WarrenError } from '@warren/protocol/errors';
@@ -38,6 +38,12 @@ export interface GuestState {
   readonly processes: ProcessTable;
   readonly pty: PtyTable;
   readonly code: CodeInterpreter;
+  /**
+   * The work of the last hello that may follow its answer (the sandbox's
+   * identity and egress): every other request waits for it.
+   */
+  settling: Promise<void>;
+  /** Drops the host connection (a dialed-in agent then dials again and gets a new hello). */
   prepareCheckpoint(): void;
 }
 
@@ -65,6 +71,7 @@ export async function route(
   const url = new URL(headers[':path'] ?? '/', 'http://guest');
   const path = url.pathname;
   const q = url.searchParams;
+  if (path !== GUEST_PATHS.health && path !== GUEST_PATHS.hello) await state.settling;
 
   if (path === GUEST_PATHS.health) {
     return sendJson(stream, 200, {
@@ -78,18 +85,18 @@ export async function route(
   }
   if (path === GUEST_PATHS.hello && method === 'POST') {
     const hello = await readJson<GuestHello>(stream);
-    if (hello.sandbox_id !== state.sandboxId) {
-      try {
-        assumeIdentity(hello.sandbox_id, state.processes.helper);
-      } catch (err) {
-        process.stderr.write(`warren: could not set the sandbox's identity: ${String(err)}\n`);
-      }
-    }
+    await state.settling;
+    const renamed = hello.sandbox_id !== state.sandboxId;
     state.sandboxId = hello.sandbox_id;
     state.env = hello.env ?? {};
     if (hello.defaults) state.defaults = hello.defaults;
-    await configureEgress(hello.egress);
-    return sendJson(stream, 200, { ok: true });
+    sendJson(stream, 200, { ok: true });
+    // After the answer is on its way: a create is ready once the hello is answered, and
+    // the first request that follows waits for this instead of the create.
+    state.settling = new Promise((resolve) => setImmediate(resolve)).then(() =>
+      settle(state, hello, renamed, stream.session),
+    );
+    return;
   }
   if (path === GUEST_PATHS.reset && method === 'POST') {
     state.pty.clear();
@@ -252,6 +259,32 @@ function sendFile(source: Readable, token: string): void {
   source.pipe(socket);
   source.on('error', () => socket.destroy());
   socket.on('error', () => source.destroy());
+}
+
+/**
+ * A new sandbox id means a new machine (host name, machine id); the egress
+ * token and CA come with every hello. When that fails the connection is
+ * dropped: the agent dials again and the host sends the hello again.
+ */
+async function settle(
+  state: GuestState,
+  hello: GuestHello,
+  renamed: boolean,
+  session: Http2Session | undefined,
+): Promise<void> {
+  if (renamed) {
+    try {
+      assumeIdentity(hello.sandbox_id, state.processes.helper);
+    } catch (err) {
+      process.stderr.write(`warren: could not set the sandbox's identity: ${String(err)}\n`);
+    }
+  }
+  try {
+    await configureEgress(hello.egress);
+  } catch (err) {
+    process.stderr.write(`warren: could not configure egress: ${String(err)}\n`);
+    session?.destroy();
+  }
 }
 
 export function handle(
