@@ -7,11 +7,16 @@ import { link, mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SandboxNetwork } from '@warren/protocol';
 import type { HostContext } from '../context';
-import { releaseSandboxDisk } from '../storage/sandbox-disk';
+import {
+  releaseAllSandboxDisks,
+  releaseRetiredDisk,
+  releaseSandboxDisk,
+  retireSandboxDisk,
+} from '../storage/sandbox-disk';
 import { openChannel } from './connect';
 import { prepareDisk } from './disk';
 import type { SandboxSpec } from '../runtime/driver';
-import { runtimeKey } from './registry';
+import { retiredDisksKey, runtimeKey } from './registry';
 import { nextContainerId } from './runtime-ids';
 import { hibernationImage, readSpec, readStorage, writeState } from './state-files';
 import { Undo } from './undo';
@@ -58,15 +63,18 @@ export async function hibernateSandbox(
   }
   ctx.egress?.detach(id);
   // The image is complete (the written files too): stop what is left of the
-  // sandbox now. Its disk is released in the background (a wake waits for
-  // that, a few milliseconds, and retries it), and so is the runtime's removal
-  // of the stopped container, which takes seconds: a wake does not wait for
-  // it, it restores into a new container.
+  // sandbox now. Its disk is moved aside and released in the background, and
+  // so is the runtime's removal of the stopped container, which takes
+  // seconds: a wake waits for neither, it restores into a new container on a
+  // new disk. (A disk that cannot move, of the layout before fs/, is released
+  // in place, and a wake waits for that.)
   await sbx.channel.close();
   ctx.registry.remove(id);
   await ctx.driver.kill(sbx.containerId);
   retireContainer(ctx, sbx.containerId);
-  ctx.registry.teardown(id, () => releaseSandboxDisk(sbx.workDir));
+  const retired = await retireSandboxDisk(sbx.workDir);
+  if (retired) ctx.registry.teardown(retiredDisksKey(id), () => releaseRetiredDisk(retired));
+  else ctx.registry.teardown(id, () => releaseSandboxDisk(sbx.workDir));
   return { shared: o?.image_id ? await shareImage(ctx, sbx.workDir, o.image_id) : false };
 }
 
@@ -107,7 +115,7 @@ export async function wakeSandbox(
   o: { env: Record<string, string>; network?: SandboxNetwork },
 ): Promise<void> {
   if (ctx.registry.has(id)) return;
-  await ctx.registry.teardownOf(id); // the disk's release, not the runtime's removal
+  await ctx.registry.teardownOf(id); // an in-place release of the disk (see hibernate)
   const workDir = join(ctx.sandboxesDir, id);
   const image = hibernationImage(workDir);
   const spec = await readSpec(workDir);
@@ -166,8 +174,9 @@ export async function destroySandbox(ctx: HostContext, id: string): Promise<void
   ctx.registry.teardown(id, async () => {
     // Every container of the sandbox is gone before its directory goes.
     await ctx.registry.runtimeTeardownsOf(id);
+    await ctx.registry.teardownOf(retiredDisksKey(id));
     // Throws if a mount cannot be removed: then the directory stays, and the volume's data too.
-    await releaseSandboxDisk(workDir);
+    await releaseAllSandboxDisks(workDir);
     await rm(workDir, { recursive: true, force: true });
   });
 }

@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import type { HostExpectedSandbox } from '@warren/protocol';
 import type { HostContext } from '../context';
-import { releaseSandboxDisk } from '../storage/sandbox-disk';
+import { releaseAllSandboxDisks, releaseRetiredDisks } from '../storage/sandbox-disk';
 import { openChannel } from './connect';
 import { destroySandbox } from './lifecycle';
 import { runtimeKey } from './registry';
@@ -72,7 +72,10 @@ export async function reconcile(
       continue;
     }
     await ctx.driver.destroy(containerId);
-    await releaseSandboxDisk(join(ctx.sandboxesDir, owner)).catch(() => undefined);
+    await releaseAllSandboxDisks(join(ctx.sandboxesDir, owner)).catch(() => undefined);
   }
+  // Disks a hibernate had moved aside and not released yet before the restart.
+  for (const id of [...live, ...asleep].filter((s) => !lost.includes(s)))
+    await releaseRetiredDisks(join(ctx.sandboxesDir, id)).catch(() => undefined);
   return lost;
 }

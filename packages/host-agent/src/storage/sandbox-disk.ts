@@ -16,7 +16,8 @@
  * mounted at <workDir>/disk itself with the image beside it; they are
  * released the same way.
  */
-import { mkdir, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { DISK_IMAGE, DISK_MOUNT, makeDisk, type DiskPool } from './disk-pool';
 import { join } from 'node:path';
 import { WarrenError } from '@warren/protocol';
@@ -74,11 +75,49 @@ export async function prepareSandboxDisk(
 
 /** Unmounts the volumes and the disk and deletes the disk image; safe to repeat. */
 export async function releaseSandboxDisk(workDir: string): Promise<void> {
-  const paths = sandboxDiskPaths(workDir);
-  await unmountTree(paths.root);
-  const left = await mountsBelow(paths.root);
+  await releaseDiskDir(sandboxDiskPaths(workDir).root);
+  await rm(join(workDir, DISK_IMAGE), { force: true }); // the layout before fs/
+}
+
+/** Unmounts everything in a disk directory, then deletes it; never deletes through a mount. */
+async function releaseDiskDir(dir: string): Promise<void> {
+  await unmountTree(dir);
+  const left = await mountsBelow(dir);
   if (left.length > 0)
     throw new WarrenError('RUNTIME_ERROR', `cannot unmount ${left.join(', ')}; left in place`);
-  await rm(paths.root, { recursive: true, force: true });
-  await rm(join(workDir, DISK_IMAGE), { force: true }); // the layout before fs/
+  await rm(dir, { recursive: true, force: true });
+}
+
+const RETIRED = /^disk\.retired-[0-9a-f]+$/;
+
+/**
+ * Moves the sandbox's disk aside (a rename, the mounts go with it), so that a
+ * new disk can take its place at once while the old one is released. Returns
+ * where it went, or null when there is no disk or it cannot move (a disk of the
+ * layout before fs/ is itself a mount point).
+ */
+export async function retireSandboxDisk(workDir: string): Promise<string | null> {
+  const to = join(workDir, `disk.retired-${randomBytes(4).toString('hex')}`);
+  try {
+    await rename(sandboxDiskPaths(workDir).root, to);
+    return to;
+  } catch {
+    return null;
+  }
+}
+
+/** Releases a disk moved aside by retireSandboxDisk. */
+export const releaseRetiredDisk = releaseDiskDir;
+
+/** Releases the disks moved aside and left in a work directory (after a restart). */
+export async function releaseRetiredDisks(workDir: string): Promise<void> {
+  const names = await readdir(workDir).catch(() => [] as string[]);
+  for (const name of names.filter((n) => RETIRED.test(n)))
+    await releaseDiskDir(join(workDir, name));
+}
+
+/** Releases the sandbox's disk and every retired one left in its work directory. */
+export async function releaseAllSandboxDisks(workDir: string): Promise<void> {
+  await releaseRetiredDisks(workDir);
+  await releaseSandboxDisk(workDir);
 }

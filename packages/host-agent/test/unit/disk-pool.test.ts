@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DiskPool } from '../../src/storage/disk-pool';
 import { isMounted, mountsBelow, unmountTree } from '../../src/storage/mounts';
-import { prepareSandboxDisk, releaseSandboxDisk } from '../../src/storage/sandbox-disk';
+import {
+  prepareSandboxDisk,
+  releaseAllSandboxDisks,
+  releaseSandboxDisk,
+  retireSandboxDisk,
+} from '../../src/storage/sandbox-disk';
 
 const home = mkdtempSync('/tmp/warren-disks-');
 after(async () => {
@@ -89,5 +94,20 @@ describe('disks made ahead of time (real mounts)', () => {
     assert.deepEqual(await mountsBelow(poolDir), []);
     assert.deepEqual(readdirSync(poolDir), []);
     await second.close();
+  });
+
+  it('moves a disk aside so that a new one takes its place while the old one is still mounted', async () => {
+    const dir = join(sandboxes, 'sbx_retire');
+    mkdirSync(dir);
+    await prepareSandboxDisk(dir, 64, [], () => '');
+    const retired = await retireSandboxDisk(dir);
+    assert.ok(retired, 'moved');
+    assert.ok(await isMounted(join(retired, 'fs')), 'the old disk is still mounted where it went');
+    await prepareSandboxDisk(dir, 64, [], () => '');
+    assert.ok(await isMounted(join(dir, 'disk', 'fs')), 'a new disk in its place');
+    assert.equal(await retireSandboxDisk(join(sandboxes, 'none')), null, 'nothing to move');
+    await releaseAllSandboxDisks(dir);
+    assert.deepEqual(await mountsBelow(dir), []);
+    assert.deepEqual(readdirSync(dir), []);
   });
 });
