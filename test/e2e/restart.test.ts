@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createSandbox, exec, startTestPlatform } from '../fixture';
 
@@ -60,6 +61,25 @@ describe('platform restart (real gVisor)', () => {
         await second.stop();
       }
     } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  it('a start that fails late (its database port is taken) leaves nothing mounted or listening', async () => {
+    const home = mkdtempSync('/tmp/wt-');
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const dbPort = (taken.address() as AddressInfo).port;
+    try {
+      await assert.rejects(startTestPlatform({ home, dbPort, keepHome: true }));
+      const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+        .split('\n')
+        .filter((l) => l.includes(home));
+      assert.deepEqual(mounts, [], 'the volume pool and the disks made ahead of time are gone');
+      // The home can go: nothing below it is busy.
+      rmSync(home, { recursive: true });
+    } finally {
+      taken.close();
       rmSync(home, { recursive: true, force: true });
     }
   });

@@ -92,134 +92,155 @@ export async function startPlatform(options: StartOptions = {}): Promise<Platfor
     metrics?.egress(e);
   };
   const local = await createHostAgent({ ...hostAgentConfig(config), onEgressEvent });
-  // Every service reaches hosts through the router: the local agent and any that joined.
-  const host = new HostRouter(local, store);
-  const leadership = new Leadership(store.db, config.leaderRetryMs);
-  host.leads = () => leadership.leads();
-  host.sharesTemplates = config.snapshotStore.kind === 's3';
-  webhooks.dispatcher.leads = host.leads;
-  metrics = new Metrics(store, host);
-  const sampler = new UsageSampler(store, host, config.usageSampleMs, config.usageRetentionSeconds);
-  instrumentHost(host, metrics, sampler);
-  await host.templates.ensure(config.templates, progress);
-
-  const volumes = new VolumeService(store, host, config);
-  await volumes.mountAll(progress);
-  const sandboxes = new SandboxLifecycle(store, host, config, volumes, systemClock);
-  sandboxes.pressure = new MemoryPressure(store, host, config, sandboxes);
-  const creator = new SandboxCreator(store, host, config, volumes, sandboxes);
-  network = new NetworkService(store, host, sandboxes);
-  await reconcileSandboxes(store, local, sandboxes);
-  const agentCa = config.agentCaFile ? readFileSync(config.agentCaFile) : undefined;
-  const hosts = new HostService(store, host, sandboxes, {
-    leaseMs: config.hostLeaseMs,
-    version: VERSION,
-    sharedSnapshots: config.snapshotStore.kind === 's3',
-    connect: (o) => connectRemoteHost({ ...o, onEgressEvent, ca: agentCa }),
-    log: { info: (o, m) => app?.log.info(o, m), warn: (o, m) => app?.log.warn(o, m) },
-  });
-  creator.hosts = hosts;
-  await hosts.reconnectAll();
-
-  const log: DatabaseLog = {
-    info: (o, m) => app?.log.info(o, m),
-    warn: (o, m) => app?.log.warn(o, m),
-    error: (o, m) => app?.log.error(o, m),
-  };
-  const databases = await createDatabases(store, host, config, creator, sandboxes, log);
-  databases.service.provisioner.hosts = hosts;
-  hosts.moveDatabases = (id) => moveDatabasesOff(databases.service, id, log);
-  const quotas = new QuotaService(store, config.quotaDefaults);
-  const snapshots = new SnapshotService(store, host, sandboxes, creator);
-  for (const service of [creator, volumes, databases.service, snapshots]) service.quotas = quotas;
-  quotas.onQuotaExceeded = (e) =>
-    webhooks.emitQuietly(
-      e.orgId,
-      'quota.exceeded',
-      { quota: e.quota, limit: e.limit, current: e.current },
-      { warn: (o, m) => app?.log.warn(o, m) },
+  try {
+    // Every service reaches hosts through the router: the local agent and any that joined.
+    const host = new HostRouter(local, store);
+    const leadership = new Leadership(store.db, config.leaderRetryMs);
+    host.leads = () => leadership.leads();
+    host.sharesTemplates = config.snapshotStore.kind === 's3';
+    webhooks.dispatcher.leads = host.leads;
+    const meters = new Metrics(store, host);
+    metrics = meters;
+    const sampler = new UsageSampler(
+      store,
+      host,
+      config.usageSampleMs,
+      config.usageRetentionSeconds,
     );
-  databases.archiver.lag.onEvent = (db, type, report) =>
-    webhooks.emitQuietly(db.org_id, type, report, log);
-  webhooks.dispatcher.onFinished = (result, seconds) => metrics.webhookDelivery(result, seconds);
-  const context: AppContext = {
-    config,
-    store,
-    audit: new AuditService(store),
-    keys: new KeyService(store, config.jwt, config.authFailures),
-    host,
-    hosts,
-    sandboxes,
-    creator,
-    snapshots,
-    guest: new SandboxGuest(host, sandboxes),
-    network,
-    volumes,
-    templates: new TemplateService(store, host),
-    databases,
-    metrics,
-    usage: new UsageService(store, sampler),
-    quotas,
-    webhooks,
-    version: VERSION,
-    startedAt: Date.now(),
-  };
-  const tls = await loadApiTls(config);
-  app = await buildApp(context, logger ?? { level: config.logLevel }, tls ?? undefined);
-  sampler.log = app.log;
-  sandboxes.pressure.log = app.log;
-  const sweeper = new Sweeper(
-    new IdleSweeps(store, host, config, sandboxes),
-    store,
-    config.sweepIntervalMs,
-    config.stoppedRetentionSeconds,
-    app.log,
-  );
-  const address = await app.listen({ host: config.host, port: config.port });
-  const port = new URL(address).port;
-  const dbPort = await databases.start();
-  const scheme = tls ? 'https' : 'http';
-  config.previewUrl ??= `${scheme}://{port}-{id}.${config.previewDomain}:${port}`;
-  const shownHost = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
-  sweeper.leads = host.leads;
-  leadership.log = app.log;
-  leadership.start();
-  sweeper.start();
-  sampler.start();
-  hosts.start();
-  webhooks.dispatcher.start();
+    instrumentHost(host, meters, sampler);
+    await host.templates.ensure(config.templates, progress);
 
-  let closed = false;
-  return {
-    url: `${scheme}://${shownHost}:${port}`,
-    adminToken,
-    tokenFile,
-    config,
-    app,
-    context,
-    host: local,
-    sweeper,
-    dbPort,
-    dbCaFile: databases.tls.caFile,
-    async close() {
-      if (closed) return;
-      closed = true;
-      await sweeper.stop();
-      hosts.stop();
-      // Deliveries cut short stay pending in the store: the next start sends them.
-      await webhooks.dispatcher.stop();
-      await databases.stop();
-      await leadership.stop();
-      await app!.close();
-      if (config.destroyOnClose) {
-        const running = await store.sandboxesOnHost(local.id, ['creating', 'running', 'stopping']);
-        for (const row of running)
-          await sandboxes.destroy(row.org_id, row.id, 'platform shut down').catch(() => undefined);
-      }
-      await sampler.stop();
-      // Joined agents keep their sandboxes: only the connections to them close.
-      await host.close({ destroy: config.destroyOnClose });
-      await store.close();
-    },
-  };
+    const volumes = new VolumeService(store, host, config);
+    await volumes.mountAll(progress);
+    const sandboxes = new SandboxLifecycle(store, host, config, volumes, systemClock);
+    sandboxes.pressure = new MemoryPressure(store, host, config, sandboxes);
+    const creator = new SandboxCreator(store, host, config, volumes, sandboxes);
+    network = new NetworkService(store, host, sandboxes);
+    await reconcileSandboxes(store, local, sandboxes);
+    const agentCa = config.agentCaFile ? readFileSync(config.agentCaFile) : undefined;
+    const hosts = new HostService(store, host, sandboxes, {
+      leaseMs: config.hostLeaseMs,
+      version: VERSION,
+      sharedSnapshots: config.snapshotStore.kind === 's3',
+      connect: (o) => connectRemoteHost({ ...o, onEgressEvent, ca: agentCa }),
+      log: { info: (o, m) => app?.log.info(o, m), warn: (o, m) => app?.log.warn(o, m) },
+    });
+    creator.hosts = hosts;
+    await hosts.reconnectAll();
+
+    const log: DatabaseLog = {
+      info: (o, m) => app?.log.info(o, m),
+      warn: (o, m) => app?.log.warn(o, m),
+      error: (o, m) => app?.log.error(o, m),
+    };
+    const databases = await createDatabases(store, host, config, creator, sandboxes, log);
+    databases.service.provisioner.hosts = hosts;
+    hosts.moveDatabases = (id) => moveDatabasesOff(databases.service, id, log);
+    const quotas = new QuotaService(store, config.quotaDefaults);
+    const snapshots = new SnapshotService(store, host, sandboxes, creator);
+    for (const service of [creator, volumes, databases.service, snapshots]) service.quotas = quotas;
+    quotas.onQuotaExceeded = (e) =>
+      webhooks.emitQuietly(
+        e.orgId,
+        'quota.exceeded',
+        { quota: e.quota, limit: e.limit, current: e.current },
+        { warn: (o, m) => app?.log.warn(o, m) },
+      );
+    databases.archiver.lag.onEvent = (db, type, report) =>
+      webhooks.emitQuietly(db.org_id, type, report, log);
+    webhooks.dispatcher.onFinished = (result, seconds) => meters.webhookDelivery(result, seconds);
+    const context: AppContext = {
+      config,
+      store,
+      audit: new AuditService(store),
+      keys: new KeyService(store, config.jwt, config.authFailures),
+      host,
+      hosts,
+      sandboxes,
+      creator,
+      snapshots,
+      guest: new SandboxGuest(host, sandboxes),
+      network,
+      volumes,
+      templates: new TemplateService(store, host),
+      databases,
+      metrics: meters,
+      usage: new UsageService(store, sampler),
+      quotas,
+      webhooks,
+      version: VERSION,
+      startedAt: Date.now(),
+    };
+    const tls = await loadApiTls(config);
+    app = await buildApp(context, logger ?? { level: config.logLevel }, tls ?? undefined);
+    sampler.log = app.log;
+    sandboxes.pressure.log = app.log;
+    const sweeper = new Sweeper(
+      new IdleSweeps(store, host, config, sandboxes),
+      store,
+      config.sweepIntervalMs,
+      config.stoppedRetentionSeconds,
+      app.log,
+    );
+    const address = await app.listen({ host: config.host, port: config.port });
+    const port = new URL(address).port;
+    const dbPort = await databases.start();
+    const scheme = tls ? 'https' : 'http';
+    config.previewUrl ??= `${scheme}://{port}-{id}.${config.previewDomain}:${port}`;
+    const shownHost = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+    sweeper.leads = host.leads;
+    leadership.log = app.log;
+    leadership.start();
+    sweeper.start();
+    sampler.start();
+    hosts.start();
+    webhooks.dispatcher.start();
+
+    let closed = false;
+    return {
+      url: `${scheme}://${shownHost}:${port}`,
+      adminToken,
+      tokenFile,
+      config,
+      app,
+      context,
+      host: local,
+      sweeper,
+      dbPort,
+      dbCaFile: databases.tls.caFile,
+      async close() {
+        if (closed) return;
+        closed = true;
+        await sweeper.stop();
+        hosts.stop();
+        // Deliveries cut short stay pending in the store: the next start sends them.
+        await webhooks.dispatcher.stop();
+        await databases.stop();
+        await leadership.stop();
+        await app!.close();
+        if (config.destroyOnClose) {
+          const running = await store.sandboxesOnHost(local.id, [
+            'creating',
+            'running',
+            'stopping',
+          ]);
+          for (const row of running)
+            await sandboxes
+              .destroy(row.org_id, row.id, 'platform shut down')
+              .catch(() => undefined);
+        }
+        await sampler.stop();
+        // Joined agents keep their sandboxes: only the connections to them close.
+        await host.close({ destroy: config.destroyOnClose });
+        await store.close();
+      },
+    };
+  } catch (err) {
+    // A start that fails leaves nothing mounted or listening: the host agent
+    // holds mounts (the volume pool, disks made ahead of time).
+    await app?.close().catch(() => undefined);
+    await local.close({ destroy: config.destroyOnClose }).catch(() => undefined);
+    await store.close().catch(() => undefined);
+    throw err;
+  }
 }
