@@ -103,7 +103,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
     }),
     catalog: new TemplateCatalog(config.templatesDir, config.debianMirror),
     volumes: new HostVolumes(join(config.home, 'volumes')),
-    diskPool: driver.capabilities.diskLimit ? new DiskPool(join(config.home, 'disk-pool')) : null,
+    diskPool: null,
     snapshots: createSnapshotStore(
       join(config.home, 'snapshots', 'store'),
       config.snapshotStore.kind === 's3' ? config.snapshotStore : undefined,
@@ -113,7 +113,10 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       (guest ??= await ensureGuestBundle(join(config.templatesDir, '.guest'))),
   };
   await ctx.volumes.open();
-  await ctx.diskPool?.open([DEFAULT_DISK_MB]);
+  if (driver.capabilities.diskLimit) {
+    ctx.diskPool = new DiskPool(join(config.home, 'disk-pool'), () => ctx.registry.busyStarting);
+    await ctx.diskPool.open([DEFAULT_DISK_MB]);
+  }
   const captures = new Captures(ctx);
   const channelOf = (id: string) => ctx.registry.live(id).channel;
   const files = guestFiles(channelOf);

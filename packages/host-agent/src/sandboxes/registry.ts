@@ -94,6 +94,11 @@ export class SandboxRegistry {
     this.starting.add(id);
   }
 
+  /** Whether a create or a wake is under way (admitted, not live yet). */
+  get busyStarting(): boolean {
+    return this.starting.size > 0;
+  }
+
   release(id: string, memoryMb: number): void {
     this.reservedMb -= memoryMb;
     this.starting.delete(id);

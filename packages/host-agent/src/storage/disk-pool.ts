@@ -19,7 +19,7 @@ import { makeExt4Image, mountImage, unmountTree } from './mounts';
 const READY_PER_SIZE = 2;
 /** Sizes kept ready: the ones most recently asked for. */
 const SIZES_KEPT = 2;
-/** A refill waits this long after a take, so it does not compete with the restore that follows. */
+/** A refill waits this long after a take, and while creates are under way (see busy). */
 const REFILL_DELAY_MS = 300;
 
 export const DISK_IMAGE = 'disk.img';
@@ -43,7 +43,14 @@ export class DiskPool {
   /** Removals of disks of a size no longer wanted. */
   private readonly dropping = new Set<Promise<void>>();
 
-  constructor(private readonly dir: string) {}
+  /**
+   * `busy`: while it says so (creates and wakes under way), the refill waits:
+   * it would compete with their restores for the CPU.
+   */
+  constructor(
+    private readonly dir: string,
+    private readonly busy: () => boolean = () => false,
+  ) {}
 
   /** Removes what an earlier run left behind and starts keeping `sizesMb` ready. */
   async open(sizesMb: number[] = []): Promise<void> {
@@ -88,12 +95,12 @@ export class DiskPool {
     await this.clear();
   }
 
-  /** Waits until every wanted size has its disks (tests). */
+  /** Waits until every wanted size has its disks, unless busy (tests). */
   async filled(): Promise<void> {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
-      this.filling ??= this.fill();
+      if (!this.filling) this.startFill();
     }
     await this.filling;
     await Promise.all(this.dropping);
@@ -114,33 +121,40 @@ export class DiskPool {
     if (this.closed || this.timer || this.filling) return;
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.filling = this.fill();
+      if (this.busy()) this.schedule(REFILL_DELAY_MS);
+      else this.startFill();
     }, delayMs);
     this.timer.unref();
   }
 
-  /** Makes disks one at a time until every wanted size has READY_PER_SIZE. */
-  private async fill(): Promise<void> {
+  private startFill(): void {
+    const run: Promise<void> = this.fill().then((ok) => {
+      if (this.filling === run) this.filling = null;
+      // Still short (a take meanwhile, or a busy spell): later. After a failure
+      // the next take tries again.
+      if (ok && this.missing() !== undefined) this.schedule(REFILL_DELAY_MS);
+    });
+    this.filling = run;
+  }
+
+  /** Makes disks one at a time until every wanted size has READY_PER_SIZE; false on a failure. */
+  private async fill(): Promise<boolean> {
     for (;;) {
       const size = this.missing();
-      if (size === undefined || this.closed) break;
+      if (size === undefined || this.closed || this.busy()) return true;
       const entry = join(this.dir, `d${this.next++}`);
       try {
         await makeDisk(entry, size);
       } catch (err) {
-        // Creates make their own disks meanwhile; the next take tries again.
+        // Creates make their own disks meanwhile.
         await this.discard(entry);
         process.emitWarning(`cannot make a sandbox disk ahead of time: ${String(err)}`);
-        this.filling = null;
-        return;
+        return false;
       }
       // A size no longer wanted (or a pool closed meanwhile) gets no new disk.
       if (this.closed || !this.sizes.includes(size)) await this.discard(entry);
       else this.ready.set(size, [...(this.ready.get(size) ?? []), entry]);
     }
-    this.filling = null;
-    // A take between the last check and now asked for more.
-    if (this.missing() !== undefined) this.schedule(REFILL_DELAY_MS);
   }
 
   private missing(): number | undefined {

@@ -83,6 +83,24 @@ describe('disks made ahead of time (real mounts)', () => {
     await pool.close();
   });
 
+  it('does not refill while creates are under way', async () => {
+    let busy = false;
+    const pool = new DiskPool(poolDir, () => busy);
+    await pool.open([64]);
+    await pool.filled();
+    busy = true;
+    const dir = join(sandboxes, 'sbx_busy');
+    mkdirSync(dir);
+    await prepareSandboxDisk(dir, 64, [], () => '', pool);
+    await pool.filled();
+    assert.equal(pool.readyCount(64), 1, 'no refill while busy');
+    busy = false;
+    await pool.filled();
+    assert.equal(pool.readyCount(64), 2, 'refilled once idle');
+    await releaseSandboxDisk(dir);
+    await pool.close();
+  });
+
   it('removes what an earlier run left mounted when it opens', async () => {
     const first = new DiskPool(poolDir);
     await first.open([64]);
