@@ -74,8 +74,10 @@ export class DiskPool {
     try {
       await rename(entry, to);
       return true;
-    } catch {
+    } catch (err) {
       await this.discard(entry);
+      // Sandboxes on another file system than the pool: it can never hand a disk over.
+      if ((err as NodeJS.ErrnoException).code === 'EXDEV') await this.close();
       return false;
     }
   }

@@ -101,6 +101,26 @@ describe('disks made ahead of time (real mounts)', () => {
     await pool.close();
   });
 
+  it('stops when the sandboxes are on another file system (no rename can hand a disk over)', async () => {
+    const pool = new DiskPool(poolDir);
+    await pool.open([64]);
+    await pool.filled();
+    const other = join('/dev/shm', `warren-exdev-${process.pid}`);
+    mkdirSync(other, { recursive: true });
+    try {
+      const dir = join(other, 'sbx_elsewhere');
+      mkdirSync(dir);
+      await prepareSandboxDisk(dir, 64, [], () => '', pool);
+      assert.ok(await isMounted(join(dir, 'disk', 'fs')), 'the disk was made in place');
+      assert.equal(pool.readyCount(64), 0);
+      assert.deepEqual(await mountsBelow(poolDir), [], 'the pool closed and removed its disks');
+      await releaseSandboxDisk(dir);
+    } finally {
+      await unmountTree(other);
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
   it('removes what an earlier run left mounted when it opens', async () => {
     const first = new DiskPool(poolDir);
     await first.open([64]);
