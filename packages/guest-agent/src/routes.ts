@@ -71,7 +71,8 @@ export async function route(
   const url = new URL(headers[':path'] ?? '/', 'http://guest');
   const path = url.pathname;
   const q = url.searchParams;
-  if (path !== GUEST_PATHS.health && path !== GUEST_PATHS.hello) await state.settling;
+  // Health answers at once; everything else (a new hello too) after the last hello's work.
+  if (path !== GUEST_PATHS.health) await state.settling;
 
   if (path === GUEST_PATHS.health) {
     return sendJson(stream, 200, {
@@ -85,7 +86,6 @@ export async function route(
   }
   if (path === GUEST_PATHS.hello && method === 'POST') {
     const hello = await readJson<GuestHello>(stream);
-    await state.settling;
     const renamed = hello.sandbox_id !== state.sandboxId;
     state.sandboxId = hello.sandbox_id;
     state.env = hello.env ?? {};

@@ -9,7 +9,7 @@ import type { SandboxNetwork } from '@warren/protocol';
 import type { HostContext } from '../context';
 import {
   releaseAllSandboxDisks,
-  releaseRetiredDisk,
+  releaseDiskDir,
   releaseSandboxDisk,
   retireSandboxDisk,
 } from '../storage/sandbox-disk';
@@ -73,7 +73,7 @@ export async function hibernateSandbox(
   await ctx.driver.kill(sbx.containerId);
   retireContainer(ctx, sbx.containerId);
   const retired = await retireSandboxDisk(sbx.workDir);
-  if (retired) ctx.registry.teardown(retiredDisksKey(id), () => releaseRetiredDisk(retired));
+  if (retired) ctx.registry.teardown(retiredDisksKey(id), () => releaseDiskDir(retired));
   else ctx.registry.teardown(id, () => releaseSandboxDisk(sbx.workDir));
   return { shared: o?.image_id ? await shareImage(ctx, sbx.workDir, o.image_id) : false };
 }

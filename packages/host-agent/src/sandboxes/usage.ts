@@ -4,11 +4,10 @@
  * of its writable layer, network from the egress proxy's relayed sockets.
  */
 import { stat, statfs } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { HostSandboxUsage } from '@warren/protocol';
 import type { HostContext } from '../context';
-import { join } from 'node:path';
-import { DISK_MOUNT } from '../storage/disk-pool';
-import { sandboxDiskPaths } from '../storage/sandbox-disk';
+import { DISK_MOUNT, sandboxDiskPaths } from '../storage/sandbox-disk';
 
 /**
  * Bytes in use on the sandbox's own disk (see storage/sandbox-disk.ts): its
@@ -18,10 +17,11 @@ import { sandboxDiskPaths } from '../storage/sandbox-disk';
 export async function diskUsedBytes(workDir: string): Promise<number | null> {
   const { root } = sandboxDiskPaths(workDir);
   const parent = await stat(workDir).catch(() => null);
+  if (!parent) return null;
   // The mount is `fs` in the disk directory, or the directory itself (an older disk).
   for (const dir of [join(root, DISK_MOUNT), root]) {
     const disk = await stat(dir).catch(() => null);
-    if (!parent || !disk || disk.dev === parent.dev) continue;
+    if (!disk || disk.dev === parent.dev) continue;
     const s = await statfs(dir).catch(() => null);
     return s ? (s.blocks - s.bfree) * s.bsize : null;
   }

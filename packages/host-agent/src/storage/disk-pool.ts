@@ -11,9 +11,9 @@
  * What the pool holds is unmounted and removed when the host agent stops, and
  * whatever a crash left there when it starts again.
  */
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import { makeExt4Image, mountImage, unmountTree } from './mounts';
+import { makeDisk, releaseDiskDir } from './sandbox-disk';
 
 /** Disks kept ready per size. */
 const READY_PER_SIZE = 2;
@@ -21,16 +21,6 @@ const READY_PER_SIZE = 2;
 const SIZES_KEPT = 2;
 /** A refill waits this long after a take, and while creates are under way (see busy). */
 const REFILL_DELAY_MS = 300;
-
-export const DISK_IMAGE = 'disk.img';
-export const DISK_MOUNT = 'fs';
-
-/** Makes a disk of sizeMb in the empty directory dir: the image and its mounted file system. */
-export async function makeDisk(dir: string, sizeMb: number): Promise<void> {
-  await mkdir(join(dir, DISK_MOUNT), { recursive: true });
-  await makeExt4Image(join(dir, DISK_IMAGE), sizeMb);
-  await mountImage(join(dir, DISK_IMAGE), join(dir, DISK_MOUNT));
-}
 
 export class DiskPool {
   private readonly ready = new Map<number, string[]>();
@@ -164,8 +154,7 @@ export class DiskPool {
   }
 
   private async discard(entry: string): Promise<void> {
-    await unmountTree(entry).catch(() => undefined);
-    await rm(entry, { recursive: true, force: true }).catch(() => undefined);
+    await releaseDiskDir(entry).catch(() => undefined);
   }
 
   private async clear(): Promise<void> {

@@ -18,10 +18,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
-import { DISK_IMAGE, DISK_MOUNT, makeDisk, type DiskPool } from './disk-pool';
 import { join } from 'node:path';
 import { WarrenError } from '@warren/protocol';
-import { bindMount, mountsBelow, unmountTree } from './mounts';
+import type { DiskPool } from './disk-pool';
+import { bindMount, makeExt4Image, mountImage, mountsBelow, unmountTree } from './mounts';
+
+export const DISK_IMAGE = 'disk.img';
+export const DISK_MOUNT = 'fs';
 
 export interface HostVolume {
   id: string;
@@ -33,6 +36,13 @@ export interface HostVolume {
 export interface SandboxDisk {
   filestoreDir: string;
   volumesDir: string;
+}
+
+/** Makes a disk of sizeMb in the empty directory dir: the image and its mounted file system. */
+export async function makeDisk(dir: string, sizeMb: number): Promise<void> {
+  await mkdir(join(dir, DISK_MOUNT), { recursive: true });
+  await makeExt4Image(join(dir, DISK_IMAGE), sizeMb);
+  await mountImage(join(dir, DISK_IMAGE), join(dir, DISK_MOUNT));
 }
 
 export function sandboxDiskPaths(workDir: string): SandboxDisk & { root: string } {
@@ -79,8 +89,12 @@ export async function releaseSandboxDisk(workDir: string): Promise<void> {
   await rm(join(workDir, DISK_IMAGE), { force: true }); // the layout before fs/
 }
 
-/** Unmounts everything in a disk directory, then deletes it; never deletes through a mount. */
-async function releaseDiskDir(dir: string): Promise<void> {
+/**
+ * Unmounts everything in a disk directory (a sandbox's, one moved aside by
+ * retireSandboxDisk, or one of the pool's), then deletes it; never deletes
+ * through a mount.
+ */
+export async function releaseDiskDir(dir: string): Promise<void> {
   await unmountTree(dir);
   const left = await mountsBelow(dir);
   if (left.length > 0)
@@ -105,9 +119,6 @@ export async function retireSandboxDisk(workDir: string): Promise<string | null>
     return null;
   }
 }
-
-/** Releases a disk moved aside by retireSandboxDisk. */
-export const releaseRetiredDisk = releaseDiskDir;
 
 /** Releases the disks moved aside and left in a work directory (after a restart). */
 export async function releaseRetiredDisks(workDir: string): Promise<void> {
