@@ -90,6 +90,23 @@ describe(
       assert.notEqual(bad.code, 0);
     });
 
+    it('hands front-door connections to PostgreSQL itself, as loopback TCP clients (SCRAM, not trust)', async () => {
+      // The server took the host connection by descriptor (guest-agent/native/handoff.c):
+      // port 0 is the address the handoff gives; a relayed connection has a real port.
+      const direct = await psql(
+        `${db.connection_url}?sslmode=require`,
+        'SELECT inet_client_addr(), inet_client_port()',
+      );
+      assert.equal(direct.code, 0, direct.stderr);
+      assert.equal(direct.stdout.trim(), '127.0.0.1|0');
+      // Unix socket clients in the sandbox are trusted: a handed-off one must not be.
+      const wrong = db.connection_url.replace(`:${db.password}@`, ':not-the-password@');
+      assert.equal(await connectError(p, wrong), '28P01');
+      // PgBouncer is reached over the relay and connects to the server over loopback TCP.
+      const pooled = await psql(`${db.pooled_url}?sslmode=require`, 'SELECT 1');
+      assert.equal(pooled.code, 0, pooled.stderr);
+    });
+
     it('runs queries with node-postgres, SCRAM, pgvector', async () => {
       await withClient(p, db.connection_url, async (c) => {
         assert.equal(

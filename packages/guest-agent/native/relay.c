@@ -16,6 +16,12 @@
  *   <id> port <token> <port>              a TCP connection to the sandbox's
  *                                         loopback (127.0.0.1, then ::1), bridged
  *                                         to the host: `<id> ok` / `<id> error <errno>`
+ *   <id> hand <token> <hexpath> <port>    dial the host and hand that data
+ *                                         connection's descriptor to the server
+ *                                         listening on the Unix socket <path>
+ *                                         (see handoff.c); if nothing listens
+ *                                         there, bridge it to <port> as `port`
+ *                                         does: `<id> ok` / `<id> error <errno>`
  *   <id> egress <token> <port> <port>     listen on those loopback ports and
  *                                         bridge every connection to the host
  *                                         (again: only the token changes)
@@ -343,6 +349,72 @@ static void *open_port(void *arg) {
   return NULL;
 }
 
+/* ---- handoffs (PostgreSQL takes the host connection itself) ---- */
+
+struct hand_req {
+  unsigned long id;
+  char token[130];
+  char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  int port;
+};
+
+/* Sends `fd` with one byte on a new connection to the Unix socket `path`. */
+static int hand_over(const char *path, int fd) {
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -1;
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  size_t len = strlen(path); /* below sizeof sun_path: unhex() checked it */
+  memcpy(addr.sun_path, path, len + 1);
+  char byte = 'W';
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  union {
+    struct cmsghdr h;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } control;
+  memset(&control, 0, sizeof control);
+  struct msghdr m = {
+      .msg_iov = &iov,
+      .msg_iovlen = 1,
+      .msg_control = control.buf,
+      .msg_controllen = sizeof control.buf,
+  };
+  struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+  h->cmsg_level = SOL_SOCKET;
+  h->cmsg_type = SCM_RIGHTS;
+  h->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(h), &fd, sizeof fd);
+  int ok = connect(s, (struct sockaddr *)&addr, sizeof addr) == 0 && sendmsg(s, &m, 0) == 1;
+  int e = errno;
+  close(s);
+  errno = e;
+  return ok ? 0 : -1;
+}
+
+static void *hand_port(void *arg) {
+  struct hand_req *p = arg;
+  int data = dial_data(p->token);
+  if (data < 0) {
+    say("%lu error %d", p->id, errno);
+  } else if (hand_over(p->path, data) == 0) {
+    close(data);
+    say("%lu ok", p->id);
+  } else {
+    /* Nothing takes connections there (a server started without handoff.c). */
+    int tcp = connect_loopback(p->port);
+    if (tcp < 0) {
+      say("%lu error %d", p->id, errno);
+      close(data);
+    } else {
+      int one = 1;
+      setsockopt(tcp, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      say("%lu ok", p->id);
+      bridge(tcp, data);
+    }
+  }
+  free(p);
+  return NULL;
+}
+
 /* ---- egress listeners ---- */
 
 static char egress_token[130];
@@ -439,6 +511,16 @@ static void request(char *line) {
     *p = (struct port_req){.id = id, .port = atoi(f[1])};
     strcpy(p->token, f[0]);
     spawn_thread(open_port, p);
+  } else if (!strcmp(verb, "hand") && token_ok && f[1] && f[2]) {
+    struct hand_req *p = calloc(1, sizeof *p);
+    if (!p) return say("%lu error %d", id, ENOMEM);
+    *p = (struct hand_req){.id = id, .port = atoi(f[2])};
+    strcpy(p->token, f[0]);
+    if (unhex(f[1], p->path, sizeof p->path) < 0) {
+      free(p);
+      return say("%lu error %d", id, EINVAL);
+    }
+    spawn_thread(hand_port, p);
   } else if (!strcmp(verb, "egress") && token_ok && f[1] && f[2]) {
     egress(id, f[0], atoi(f[1]), atoi(f[2]));
   } else if (!strcmp(verb, "drop")) {

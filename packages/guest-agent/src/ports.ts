@@ -4,6 +4,10 @@
  * byte, over a data connection to the host. HTTP, keep-alive, streaming and
  * WebSocket upgrades all pass through unchanged. The native relay does it
  * where it runs (see relay.ts); these streams where it does not.
+ *
+ * With `handoff` (database connections) the relay instead hands the data
+ * connection itself to the server listening on that Unix socket, which then
+ * reads and writes the host socket without the relay in between.
  */
 import { connect, type Socket } from 'node:net';
 import { WarrenError } from '@warren/protocol/errors';
@@ -81,7 +85,13 @@ function notListening(port: number, err: unknown): never {
 export async function connectPort(req: PortConnect): Promise<void> {
   if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535)
     throw new WarrenError('INVALID_REQUEST', 'port must be an integer from 1 to 65535');
+  if (req.handoff !== undefined && (typeof req.handoff !== 'string' || req.handoff.length > 100))
+    throw new WarrenError('INVALID_REQUEST', 'handoff must be a Unix socket path');
   const fast = relay();
+  if (fast && req.handoff)
+    return fast
+      .handoff(req.token, req.handoff, req.port)
+      .catch((err) => notListening(req.port, err));
   if (fast) return fast.port(req.token, req.port).catch((err) => notListening(req.port, err));
   const sink: Sink = { target: null, pending: [], socket: null };
   let tcp: Socket;

@@ -78,6 +78,16 @@ export class Relay {
     if (a.errno) throw a.errno;
   }
 
+  /**
+   * Hands `token`'s connection, by descriptor, to the server listening on the
+   * Unix socket `path` (see native/handoff.c), or bridges it to `port` when
+   * nothing listens there.
+   */
+  async handoff(token: string, path: string, port: number): Promise<void> {
+    const a = await this.ask(this.id(), `hand ${token} ${hex(path)} ${port}`);
+    if (a.errno) throw a.errno;
+  }
+
   /** Listens on the egress ports (once) and bridges each connection with `token`. */
   async egress(token: string, http: number, socks: number): Promise<void> {
     const a = await this.ask(this.id(), `egress ${token} ${http} ${socks}`);

@@ -174,7 +174,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       },
       checkNetwork: async (network) => checkSandboxNetwork(ctx, network),
       setNetwork: async (id, network) => setSandboxNetwork(ctx, id, network),
-      openPort: (id, port) => channelOf(id).openPort(port),
+      openPort: (id, port, options) => channelOf(id).openPort(port, options),
       reconcile: (expected, hibernated) => reconcile(ctx, expected, hibernated),
     },
     processes: guestProcesses(channelOf),

@@ -14,6 +14,11 @@ import type { ExecEvent, FileInfo, FileWatchEvent, ProcessInfo } from './api';
 /** Where the guest agent and its private Node.js runtime are mounted, read-only. */
 export const GUEST_AGENT_DIR = '/opt/warren';
 /**
+ * A library a server in the sandbox is started with (LD_PRELOAD) to take
+ * connections from the host by descriptor: guest-agent/native/handoff.c.
+ */
+export const GUEST_HANDOFF_LIBRARY = `${GUEST_AGENT_DIR}/handoff.so`;
+/**
  * Where a sandbox's volumes appear, one directory per volume name. It is a
  * mount in every template snapshot (a restore cannot add mounts), backed by a
  * per-sandbox host directory that holds bind mounts of the attached volumes.
@@ -123,7 +128,17 @@ export interface DataTransfer {
 export interface PortConnect {
   port: number;
   token: string;
+  /**
+   * A Unix socket in the sandbox whose server takes connections by
+   * descriptor (guest-agent/native/handoff.c): the data connection is handed
+   * to it and its bytes skip the relay. The port is used if nothing listens
+   * there.
+   */
+  handoff?: string;
 }
+
+/** How a port connection reaches the server in the sandbox (HostApi's openPort). */
+export type OpenPortOptions = Pick<PortConnect, 'handoff'>;
 
 export interface GuestProcessStart {
   cmd: string;

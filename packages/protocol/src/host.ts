@@ -26,7 +26,7 @@ import type {
   StdinRequest,
   WriteResult,
 } from './api';
-import type { GuestProcessStart, GuestPtyStart } from './guest';
+import type { GuestProcessStart, GuestPtyStart, OpenPortOptions } from './guest';
 import type { HostTemplateApi } from './host-templates';
 import type { EgressSecret, NetworkPolicy } from './network';
 
@@ -205,7 +205,7 @@ export interface HostSandboxApi {
   /** Changes the egress policy of a running or paused sandbox; open connections stay. */
   setNetwork(id: string, network: SandboxNetwork): Promise<void>;
   /** A raw byte stream to a TCP port on the sandbox's loopback; PORT_NOT_LISTENING if none. */
-  openPort(id: string, port: number): Promise<Duplex>;
+  openPort(id: string, port: number, options?: OpenPortOptions): Promise<Duplex>;
   /**
    * After a restart: takes back the expected sandboxes that still run and
    * removes what nobody expects. Returns the ids that could not be recovered.

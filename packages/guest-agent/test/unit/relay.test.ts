@@ -1,10 +1,11 @@
 /**
  * The native relay (native/relay.c), built here and driven through Relay
  * against a real Unix socket standing in for the host's data socket: file
- * transfers both ways, a port bridge with a half-close, and drop.
+ * transfers both ways, a port bridge with a half-close, drop, and a data
+ * connection handed by descriptor to a server started with native/handoff.c.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +15,15 @@ import assert from 'node:assert/strict';
 import { Relay } from '../../src/relay';
 
 const SOURCE = fileURLToPath(new URL('../../native/relay.c', import.meta.url));
+const HANDOFF = fileURLToPath(new URL('../../native/handoff.c', import.meta.url));
+
+/** A server taking connections through the handoff library: answers with what it read and its peer. */
+const HANDOFF_SERVER = `
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); print("ready", flush=True)
+c, addr = s.accept()
+c.sendall(c.recv(100).upper() + f" from {addr[0]}:{addr[1]}".encode()); c.close()
+`;
 
 describe('native relay', () => {
   const dir = mkdtempSync(join(tmpdir(), 'warren-relay-'));
@@ -138,6 +148,43 @@ describe('native relay', () => {
 
       await assert.rejects(relay.port('tok00006', 1), { code: 'ECONNREFUSED' });
     } finally {
+      app.close();
+    }
+  });
+
+  test('hands a data connection by descriptor, or bridges the port when nothing takes it', async () => {
+    const library = join(dir, 'handoff.so');
+    execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-o', library, HANDOFF, '-ldl']);
+    mkdirSync(join(dir, 'handoff'));
+    const socketPath = join(dir, 'handoff', 'server.sock');
+    const server = spawn('python3', ['-c', HANDOFF_SERVER, socketPath], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, LD_PRELOAD: library, WARREN_HANDOFF_DIR: join(dir, 'handoff') },
+    });
+    const app = createServer((c) => c.on('data', (d: Buffer) => c.end(`port got ${d.toString()}`)));
+    try {
+      await new Promise((r) => server.stdout!.once('data', r));
+      const arrived = connection('tok00007');
+      await relay.handoff('tok00007', socketPath, 1);
+      const s = await arrived;
+      const answer = readAll(s);
+      s.write('hello');
+      assert.equal((await answer).toString(), 'HELLO from 127.0.0.1:0');
+
+      await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+      const port = (app.address() as { port: number }).port;
+      const fallback = connection('tok00008');
+      await relay.handoff('tok00008', join(dir, 'handoff', 'none.sock'), port);
+      const f = await fallback;
+      const got = readAll(f);
+      f.write('hi');
+      assert.equal((await got).toString(), 'port got hi');
+
+      await assert.rejects(relay.handoff('tok00009', join(dir, 'handoff', 'none.sock'), 1), {
+        code: 'ECONNREFUSED',
+      });
+    } finally {
+      server.kill();
       app.close();
     }
   });

@@ -12,12 +12,13 @@ import {
 } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import { WarrenError, type ErrorBody, type FileInfo } from '@warren/protocol';
+import { WarrenError, type ErrorBody, type FileInfo, type OpenPortOptions } from '@warren/protocol';
 import {
   CHANNEL_SETTINGS,
   CHANNEL_WINDOW,
   GUEST_PATHS,
   type GuestHello,
+  type PortConnect,
 } from '@warren/protocol/guest';
 import type { GuestEndpoint } from '../runtime/driver';
 import { DataConnections, newDataToken } from './data-connections';
@@ -134,17 +135,18 @@ export class GuestChannel {
    * the guest connects to the port and pipes it over a data connection.
    * Fails with PORT_NOT_LISTENING when nothing accepts on that port.
    */
-  async openPort(port: number): Promise<Socket> {
+  async openPort(port: number, options: OpenPortOptions = {}): Promise<Socket> {
     const token = newDataToken();
     const data = this.data.expect(token);
+    const request: PortConnect = { port, token, handoff: options.handoff };
     try {
-      await this.json({ method: 'POST', path: GUEST_PATHS.portConnect, json: { port, token } });
+      await this.json({ method: 'POST', path: GUEST_PATHS.portConnect, json: request });
     } catch (err) {
       data.cancel();
       throw err;
     }
     const socket = await data.socket;
-    this.data.trackPort(socket);
+    this.data.trackPort(socket, options.handoff !== undefined);
     return socket;
   }
 
@@ -227,7 +229,7 @@ export class GuestChannel {
   async prepareCheckpoint(drainMs = 2_000): Promise<void> {
     const session = this.session;
     this.ready = false;
-    this.data.dropPorts();
+    const dropped = this.data.dropPorts(true);
     this.dropAttachments();
     if (this.inflight > 0) {
       await new Promise<void>((resolve) => {
@@ -239,7 +241,8 @@ export class GuestChannel {
       });
       this.onIdle = null;
     }
-    this.data.dropPorts();
+    await dropped;
+    await this.data.dropPorts(true);
     try {
       await this.closeListener();
       if (!session || session.closed || session.destroyed) return;
@@ -273,7 +276,7 @@ export class GuestChannel {
     this.readyWaiters = [];
     for (const w of waiters) w(channelClosed());
     await this.closeListener();
-    this.data.dropPorts();
+    void this.data.dropPorts();
     this.dropAttachments();
     this.session?.destroy();
     this.session = null;

@@ -12,6 +12,9 @@ import { DATA_TOKEN_BYTES } from '@warren/protocol/guest';
 /** How long the guest has to dial a data connection it was asked for. */
 export const DATA_DIAL_TIMEOUT_MS = 15_000;
 
+/** How long a checkpoint waits for a server in the sandbox to close a connection handed to it. */
+const HANDED_OFF_CLOSE_MS = 3_000;
+
 export function newDataToken(): string {
   return randomBytes(DATA_TOKEN_BYTES / 2).toString('hex');
 }
@@ -21,8 +24,11 @@ export class DataConnections {
   private readonly pending = new Map<string, (socket: Socket) => void>();
   /** Data connections that carry this token are the sandbox's egress (see network/). */
   private egress: { token: string; handle: (socket: Socket) => void } | null = null;
-  /** Port connections (preview URLs): no host socket may stay open for a checkpoint. */
-  private readonly ports = new Set<Socket>();
+  /**
+   * Port connections (preview URLs, databases): no host socket may stay open
+   * for a checkpoint. True for a connection handed to a server in the sandbox.
+   */
+  private readonly ports = new Map<Socket, boolean>();
 
   acceptEgress(token: string, handle: (socket: Socket) => void): void {
     this.egress = { token, handle };
@@ -72,13 +78,37 @@ export class DataConnections {
   }
 
   /** Keeps a port connection until it closes, so a checkpoint can close it first. */
-  trackPort(socket: Socket): void {
-    this.ports.add(socket);
+  trackPort(socket: Socket, handedOff = false): void {
+    this.ports.set(socket, handedOff);
     socket.once('close', () => this.ports.delete(socket));
   }
 
-  dropPorts(): void {
-    for (const s of this.ports) s.destroy();
-    this.ports.clear();
+  /**
+   * Closes every port connection. One handed to a server in the sandbox
+   * (`OpenPortOptions.handoff`) is held there by that server's process, not
+   * by the guest agent, and a checkpoint fails while the sandbox holds a host
+   * socket: with `wait`, such a connection is ended and the promise waits
+   * (up to HANDED_OFF_CLOSE_MS) until the server has closed its side too.
+   */
+  async dropPorts(wait = false): Promise<void> {
+    const waits: Promise<void>[] = [];
+    for (const [s, handedOff] of this.ports) {
+      if (!handedOff || !wait || s.destroyed) {
+        s.destroy();
+        continue;
+      }
+      waits.push(
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(() => s.destroy(), HANDED_OFF_CLOSE_MS);
+          s.once('close', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          s.end();
+          s.resume();
+        }),
+      );
+    }
+    await Promise.all(waits);
   }
 }

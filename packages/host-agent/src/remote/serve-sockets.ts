@@ -12,7 +12,7 @@
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createWebSocketStream, type WebSocket } from 'ws';
-import type { HostApi, PtyAttachment } from '@warren/protocol';
+import type { HostApi, OpenPortOptions, PtyAttachment } from '@warren/protocol';
 import { argsFrom, errorOf } from './wire';
 
 function queryArgs(request: FastifyRequest): unknown[] {
@@ -45,8 +45,8 @@ function openPort(host: HostApi) {
     } catch (err) {
       return fail(socket, err);
     }
-    const [id, port] = args as [string, number];
-    host.sandboxes.openPort(id, port).then(
+    const [id, port, options] = args as [string, number, OpenPortOptions | undefined];
+    host.sandboxes.openPort(id, port, options).then(
       (conn) => {
         if (socket.readyState !== socket.OPEN) return conn.destroy();
         socket.send(JSON.stringify({ ok: true }));

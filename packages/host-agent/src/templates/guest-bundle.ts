@@ -1,6 +1,7 @@
 /**
  * The guest bundle: the guest agent (bundled into one file), its native
- * spawner and relay helpers (static binaries, so any libc will do), plus a private
+ * spawner and relay helpers (static binaries, so any libc will do), the
+ * handoff library a database's PostgreSQL is started with, plus a private
  * copy of this host's Node.js binary, its shared libraries and its dynamic
  * loader. It is mounted read-only at /opt/warren and started through its own
  * loader, so it runs in any image whatever that image's libc is.
@@ -20,6 +21,10 @@ const SPAWNER_SOURCE = fileURLToPath(
 );
 /** The helper that moves bulk bytes to the host for the agent (see guest-agent/src/relay.ts). */
 const RELAY_SOURCE = fileURLToPath(new URL('../../../guest-agent/native/relay.c', import.meta.url));
+/** The library a server takes host connections by descriptor with (see native/handoff.c). */
+const HANDOFF_SOURCE = fileURLToPath(
+  new URL('../../../guest-agent/native/handoff.c', import.meta.url),
+);
 
 /** The code interpreter's driver and its contexts (guest-agent/code), copied to <bundle>/code. */
 const CODE_DIR = fileURLToPath(new URL('../../../guest-agent/code/', import.meta.url));
@@ -62,6 +67,7 @@ export async function ensureGuestBundle(root: string): Promise<GuestBundle> {
   const agent = await bundleAgent();
   const spawnerSource = await readFile(SPAWNER_SOURCE);
   const relaySource = await readFile(RELAY_SOURCE);
+  const handoffSource = await readFile(HANDOFF_SOURCE);
   const codeHash = createHash('sha256');
   for (const f of CODE_FILES) codeHash.update(await readFile(join(CODE_DIR, f)));
   const node = realpathSync(process.execPath);
@@ -70,6 +76,7 @@ export async function ensureGuestBundle(root: string): Promise<GuestBundle> {
     .update(agent)
     .update(createHash('sha256').update(spawnerSource).digest('hex'))
     .update(createHash('sha256').update(relaySource).digest('hex'))
+    .update(createHash('sha256').update(handoffSource).digest('hex'))
     .update(codeHash.digest('hex'))
     .update(`${process.version}:${nodeStat.size}:${nodeStat.mtimeMs}`)
     .digest('hex')
@@ -96,6 +103,24 @@ export async function ensureGuestBundle(root: string): Promise<GuestBundle> {
       { stdio: ['ignore', 'ignore', 'inherit'] },
     );
   }
+  // Loaded into a server of the image (PostgreSQL), so it uses the image's C
+  // library: built against this host's, it needs only symbols every glibc has.
+  execFileSync(
+    'gcc',
+    [
+      '-shared',
+      '-fPIC',
+      '-O2',
+      '-Wall',
+      '-Wextra',
+      '-Werror',
+      '-o',
+      join(tmp, 'handoff.so'),
+      HANDOFF_SOURCE,
+      '-ldl',
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
   await mkdir(join(tmp, 'code'));
   for (const f of CODE_FILES) await copyFile(join(CODE_DIR, f), join(tmp, 'code', f));
   await writeFile(join(tmp, 'agent.js'), agent);

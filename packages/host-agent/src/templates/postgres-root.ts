@@ -151,11 +151,19 @@ export async function finishPostgresRoot(rootfs: string, progress: Progress): Pr
     );
   }
 
-  for (const dir of ['run/postgresql', 'var/log/postgresql', 'usr/local/share/warren-pg']) {
+  const dirs = [
+    'run/postgresql',
+    'run/postgresql/handoff',
+    'var/log/postgresql',
+    'usr/local/share/warren-pg',
+  ];
+  for (const dir of dirs) {
     await mkdir(at(dir), { recursive: true });
     await chown(at(dir), pg.uid, pg.gid);
   }
   await chmod(at('run/postgresql'), 0o2775);
+  // Where the front door hands connections to the server (see the START script).
+  await chmod(at('run/postgresql/handoff'), 0o700);
 
   progress('making the seed cluster (initdb)');
   await asPostgres(rootfs, pg, [

@@ -65,7 +65,7 @@ function sandboxApi(rpc: HostRpc, sockets: HostSockets): HostSandboxApi {
     reclaim: (...a) => c('reclaim', a),
     checkNetwork: (...a) => c('checkNetwork', a),
     setNetwork: (...a) => c('setNetwork', a),
-    openPort: (id, port) => sockets.openPort(id, port),
+    openPort: (id, port, options) => sockets.openPort(id, port, options),
     reconcile: (...a) => c('reconcile', a),
   };
 }

@@ -5,7 +5,7 @@
  */
 import type { Duplex } from 'node:stream';
 import { createWebSocketStream, WebSocket } from 'ws';
-import type { PtyAttachHandlers, PtyAttachment } from '@warren/protocol';
+import type { OpenPortOptions, PtyAttachHandlers, PtyAttachment } from '@warren/protocol';
 import type { HostAgentConfig } from '@warren/host-agent';
 import { errorFrom, unreachable, type RpcOptions } from './remote-rpc';
 import type { WarrenError } from '@warren/protocol';
@@ -81,8 +81,8 @@ export class HostSockets {
     });
   }
 
-  async openPort(id: string, port: number): Promise<Duplex> {
-    const ws = this.connect('/host/sandboxes/openPort', [id, port]);
+  async openPort(id: string, port: number, options?: OpenPortOptions): Promise<Duplex> {
+    const ws = this.connect('/host/sandboxes/openPort', options ? [id, port, options] : [id, port]);
     // The stream is made in the first message's handler, so no data frame after it is missed.
     return this.started(ws, () => createWebSocketStream(ws));
   }

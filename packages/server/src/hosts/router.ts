@@ -165,7 +165,7 @@ export class HostRouter implements HostApi {
     usage: async (id) => (await this.on(id)).usage(id),
     reclaim: async (id) => (await this.on(id)).reclaim(id),
     setNetwork: async (id, network) => (await this.on(id)).setNetwork(id, network),
-    openPort: async (id, port) => (await this.on(id)).openPort(id, port),
+    openPort: async (id, port, options) => (await this.on(id)).openPort(id, port, options),
     create: async (req) => {
       const host = await this.ofSandbox(req.id);
       try {

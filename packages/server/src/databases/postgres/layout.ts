@@ -35,6 +35,13 @@ export const PG_BIN = '/usr/lib/postgresql/17/bin';
 export const SEED_DIR = '/usr/local/share/warren-pg/seed';
 export const ARCHIVE_SCRIPT = '/usr/local/bin/warren-pg-archive';
 export const SOCKET_DIR = '/var/run/postgresql';
+/**
+ * A second socket of the server, for the front door only: connections come
+ * in by descriptor, and the server reads and writes the host socket itself
+ * (guest-agent/native/handoff.c, loaded into the server by the START script).
+ */
+export const HANDOFF_DIR = `${SOCKET_DIR}/handoff`;
+export const HANDOFF_SOCKET = `${HANDOFF_DIR}/.s.PGSQL.${PG_PORT}`;
 export const LOG_DIR = '/var/log/postgresql';
 /** PgBouncer's configuration, written by every start (the template has the directory). */
 export const PGBOUNCER_INI = `${SOCKET_DIR}/warren-pgbouncer.ini`;

@@ -7,6 +7,7 @@
  */
 import {
   ARCHIVE_STOP,
+  HANDOFF_DIR,
   LOG_DIR,
   PENDING_SECRET,
   PGBOUNCER_INI,
@@ -21,6 +22,7 @@ import {
   SEED_DIR,
   SOCKET_DIR,
 } from './layout';
+import { GUEST_HANDOFF_LIBRARY } from '@warren/protocol/guest';
 
 /** Exit code of a script that refuses because of the state it found (INVALID_STATE). */
 export const REFUSED = 65;
@@ -152,9 +154,19 @@ archive_recovery=
 [ ! -f "$D/recovery.signal" ] && [ ! -f "$D/standby.signal" ] || archive_recovery=y
 if [ -z "\${server:-}" ]; then
   [ -d "$D/log" ] || mkdir -p "$D/log"
+  # The front door hands its connections to the server on a second socket
+  # (${HANDOFF_DIR}), through the guest bundle's library; without the library
+  # there is no such socket and its connections come over loopback TCP.
+  handoff=()
+  if [ -f ${GUEST_HANDOFF_LIBRARY} ]; then
+    [ -d ${HANDOFF_DIR} ] || mkdir -m 0700 ${HANDOFF_DIR}
+    handoff=(-c "unix_socket_directories=$S,${HANDOFF_DIR}")
+    export LD_PRELOAD=${GUEST_HANDOFF_LIBRARY} WARREN_HANDOFF_DIR=${HANDOFF_DIR}
+  fi
   # In a session of its own, as pg_ctl does: it outlives this script.
-  setsid "$B/postgres" -D "$D" </dev/null >"$D/log/startup.log" 2>&1 &
+  setsid "$B/postgres" -D "$D" "\${handoff[@]}" </dev/null >"$D/log/startup.log" 2>&1 &
   pm=$!
+  unset LD_PRELOAD WARREN_HANDOFF_DIR
 fi
 if [ -z "\${bouncer:-}" ]; then
   printf '%s' "$2" >${PGBOUNCER_INI}
