@@ -21,7 +21,15 @@ import type { Store } from '../store/store';
 import { DatabaseQueries, type DatabaseRecord } from '../store/databases';
 import type { DatabaseArchiver } from './archiver';
 import { KeyedLock } from './locks';
-import { DB_ROLE, DB_TEMPLATE, HANDOFF_SOCKET, PGBOUNCER_PORT, PG_DATA, PG_PORT } from './postgres';
+import {
+  DB_ROLE,
+  DB_TEMPLATE,
+  HANDOFF_SOCKET,
+  PGBOUNCER_HANDOFF_SOCKET,
+  PGBOUNCER_PORT,
+  PG_DATA,
+  PG_PORT,
+} from './postgres';
 import { archivePrefix, fenceKey, type DatabaseProvisioner } from './provision';
 import { databaseUrl, type DatabaseAddress } from './urls';
 
@@ -350,12 +358,12 @@ export class DatabaseService {
       // one sees it sleeping and waits for the hibernation, then wakes the database.
       if (this.sleeping.has(db.id)) await this.locks.run(db.id, () => Promise.resolve());
       const live = await this.ready(db.org_id, db.id);
-      // PostgreSQL takes a direct connection itself, by descriptor (HANDOFF_SOCKET):
-      // its bytes skip the guest's relay. PgBouncer gets the relayed TCP connection.
-      if (pooled) return await this.host.sandboxes.openPort(live.sandbox_id, PGBOUNCER_PORT);
-      return await this.host.sandboxes.openPort(live.sandbox_id, PG_PORT, {
-        handoff: HANDOFF_SOCKET,
-      });
+      // PostgreSQL (or PgBouncer) takes the connection itself, by descriptor: its
+      // bytes skip the guest's relay (see the START script).
+      const [port, handoff] = pooled
+        ? [PGBOUNCER_PORT, PGBOUNCER_HANDOFF_SOCKET]
+        : [PG_PORT, HANDOFF_SOCKET];
+      return await this.host.sandboxes.openPort(live.sandbox_id, port, { handoff });
     } finally {
       const n = (this.opening.get(db.id) ?? 1) - 1;
       if (n > 0) this.opening.set(db.id, n);

@@ -42,6 +42,8 @@ export const SOCKET_DIR = '/var/run/postgresql';
  */
 export const HANDOFF_DIR = `${SOCKET_DIR}/handoff`;
 export const HANDOFF_SOCKET = `${HANDOFF_DIR}/.s.PGSQL.${PG_PORT}`;
+/** PgBouncer's socket there (its `unix_socket_dir`, set by the START script). */
+export const PGBOUNCER_HANDOFF_SOCKET = `${HANDOFF_DIR}/.s.PGSQL.${PGBOUNCER_PORT}`;
 export const LOG_DIR = '/var/log/postgresql';
 /** PgBouncer's configuration, written by every start (the template has the directory). */
 export const PGBOUNCER_INI = `${SOCKET_DIR}/warren-pgbouncer.ini`;

@@ -152,28 +152,32 @@ fi
 rm -f "\${stale[@]}"
 archive_recovery=
 [ ! -f "$D/recovery.signal" ] && [ ! -f "$D/standby.signal" ] || archive_recovery=y
+# The front door hands its connections to the server and to PgBouncer on
+# sockets of their own in ${HANDOFF_DIR}, through the guest bundle's library
+# (LD_PRELOAD, for these two only); without the library there are no such
+# sockets and those connections come over loopback TCP.
+sockets=$S handoff=
+if [ -f ${GUEST_HANDOFF_LIBRARY} ]; then
+  [ -d ${HANDOFF_DIR} ] || mkdir -m 0700 ${HANDOFF_DIR}
+  sockets+=",${HANDOFF_DIR}" handoff=y
+  export LD_PRELOAD=${GUEST_HANDOFF_LIBRARY} WARREN_HANDOFF_DIR=${HANDOFF_DIR}
+fi
 if [ -z "\${server:-}" ]; then
   [ -d "$D/log" ] || mkdir -p "$D/log"
-  # The front door hands its connections to the server on a second socket
-  # (${HANDOFF_DIR}), through the guest bundle's library; without the library
-  # there is no such socket and its connections come over loopback TCP.
-  handoff=()
-  if [ -f ${GUEST_HANDOFF_LIBRARY} ]; then
-    [ -d ${HANDOFF_DIR} ] || mkdir -m 0700 ${HANDOFF_DIR}
-    handoff=(-c "unix_socket_directories=$S,${HANDOFF_DIR}")
-    export LD_PRELOAD=${GUEST_HANDOFF_LIBRARY} WARREN_HANDOFF_DIR=${HANDOFF_DIR}
-  fi
   # In a session of its own, as pg_ctl does: it outlives this script.
-  setsid "$B/postgres" -D "$D" "\${handoff[@]}" </dev/null >"$D/log/startup.log" 2>&1 &
+  setsid "$B/postgres" -D "$D" -c "unix_socket_directories=$sockets" \
+    </dev/null >"$D/log/startup.log" 2>&1 &
   pm=$!
-  unset LD_PRELOAD WARREN_HANDOFF_DIR
 fi
 if [ -z "\${bouncer:-}" ]; then
   printf '%s' "$2" >${PGBOUNCER_INI}
+  # A later setting wins in PgBouncer's file.
+  [ -z "$handoff" ] || printf 'unix_socket_dir = %s\n' ${HANDOFF_DIR} >>${PGBOUNCER_INI}
   ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
   /usr/sbin/pgbouncer -d -q ${PGBOUNCER_INI} </dev/null >/dev/null 2>&1 ||
     { tail -n 20 ${LOG_DIR}/pgbouncer.log >&2; fail "pgbouncer did not start"; }
 fi
+unset LD_PRELOAD WARREN_HANDOFF_DIR
 until status; [[ $st == ready* || $st == standby* ]]; do
   [ -z "\${pm:-}" ] || kill -0 "$pm" 2>/dev/null || fail "postgres did not start"
   [ "$SECONDS" -lt "$1" ] || fail "postgres did not start within $1 s"
