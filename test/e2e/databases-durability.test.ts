@@ -162,6 +162,26 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
     const raced = (await databaseEvents(p, db.id)).map((e) => e.kind);
     assert.deepEqual(raced.slice(-2), ['hibernated', 'woken'], raced.join(','));
 
+    // A client that goes away in the middle of a long query leaves the query running in
+    // a server process that holds its connection (a host socket, taken by descriptor),
+    // which a checkpoint cannot save: the database still goes to sleep, the query ended.
+    const seen = (await databaseEvents(p, db.id)).length;
+    await withClient(p, db.connection_url, async (c) => {
+      c.on('error', () => undefined);
+      void c.query('SELECT pg_sleep(600) /* orphaned */').catch(() => undefined);
+      await delay(1000);
+      (c as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    });
+    await waitForState(p, db.id, 'hibernated', 90_000);
+    const orphaned = await withClient(p, db.connection_url, (c) =>
+      c.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%orphaned%'
+               AND pid <> pg_backend_pid()`),
+    );
+    assert.deepEqual(orphaned.rows, [{ n: 0 }]);
+    // Asleep at the first try: a failed checkpoint would have shown as a crash.
+    const slept = (await databaseEvents(p, db.id)).slice(seen).map((e) => e.kind);
+    assert.deepEqual(slept, ['hibernated', 'woken'], slept.join(','));
+
     // Its sandbox is lost while it sleeps: a connection is told it recovers, and the server
     // starts again on its volume with the data; it never stays a hibernated database
     // whose sandbox cannot wake.

@@ -239,6 +239,21 @@ export class GuestPostgres {
     await this.sql('CHECKPOINT', 'postgres', { timeoutMs: 600_000 });
   }
 
+  /**
+   * Ends the server processes of front-door connections (handed to the
+   * server by descriptor, seen as 127.0.0.1 port 0) and waits up to 5 s for
+   * each. For a hibernation, when the front door holds no connection: these
+   * are queries whose client went away, which the server notices only when
+   * it answers, and each holds a host socket that a checkpoint cannot save.
+   */
+  async endOrphans(): Promise<void> {
+    await this.sql(
+      `SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity
+       WHERE backend_type = 'client backend' AND client_addr = '127.0.0.1' AND client_port = 0`,
+      'postgres',
+    );
+  }
+
   /** Runs a /bin/sh line as postgres (logs, diagnostics) and returns its stdout. */
   async shell(line: string, o: { user?: string; timeoutMs?: number } = {}): Promise<string> {
     return this.ok(

@@ -109,6 +109,11 @@ export class DatabaseWatch {
     if (current?.state !== 'ready' || this.dbs.connections(db.id) > 0 || !idle(current)) return;
     // What waits in the outbox goes to the archive before the server sleeps.
     await this.dbs.archiver.collect(current).catch(() => undefined);
+    // Queries whose client went away would keep host sockets open in the sandbox.
+    await this.dbs.provisioner
+      .postgres(current.sandbox_id)
+      .endOrphans()
+      .catch(() => undefined);
     const sbx = await this.dbs.lifecycle.get(db.org_id, db.sandbox_id);
     if (sbx.state === 'running' || sbx.state === 'paused') {
       const row = await this.dbs.lifecycle.row(db.org_id, db.sandbox_id);
