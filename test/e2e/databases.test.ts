@@ -4,6 +4,7 @@
  * and one database are shared by the checks that only read or add rows.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -102,9 +103,35 @@ describe(
       // Unix socket clients in the sandbox are trusted: a handed-off one must not be.
       const wrong = db.connection_url.replace(`:${db.password}@`, ':not-the-password@');
       assert.equal(await connectError(p, wrong), '28P01');
-      // PgBouncer is reached over the relay and connects to the server over loopback TCP.
+      // PgBouncer takes its connections the same way, and asks for the password too.
       const pooled = await psql(`${db.pooled_url}?sslmode=require`, 'SELECT 1');
       assert.equal(pooled.code, 0, pooled.stderr);
+      const wrongPooled = db.pooled_url.replace(`:${db.password}@`, ':not-the-password@');
+      assert.match(String(await connectError(p, wrongPooled)), /^(28P01|08P01)$/);
+    });
+
+    it('cancels a running query from psql (Ctrl-C sends a CancelRequest through the front door)', async () => {
+      const url = `${db.connection_url}?sslmode=require`;
+      const child = spawn('psql', [url, '-X', '-c', 'SELECT pg_sleep(60)'], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const exited = new Promise<number | null>((r) => child.once('close', r));
+      try {
+        const running = `SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(60)'`;
+        await waitFor(async () => (await psql(url, running)).stdout.trim() === '1', {
+          what: 'the query to run',
+          timeoutMs: 30_000,
+        });
+        const sent = Date.now();
+        child.kill('SIGINT');
+        assert.equal(await exited, 1);
+        assert.match(stderr, /canceling statement due to user request/);
+        assert.ok(Date.now() - sent < 20_000);
+      } finally {
+        child.kill('SIGKILL');
+      }
     });
 
     it('runs queries with node-postgres, SCRAM, pgvector', async () => {
