@@ -3,7 +3,8 @@
  * memory kept), hibernate and wake (everything saved to disk, memory freed),
  * destroy.
  */
-import { link, mkdir, readdir, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SandboxNetwork } from '@warren/protocol';
 import type { HostContext } from '../context';
@@ -16,7 +17,7 @@ import {
 import { openChannel } from './connect';
 import { prepareDisk } from './disk';
 import type { SandboxSpec } from '../runtime/driver';
-import { retiredDisksKey, runtimeKey } from './registry';
+import { retiredDisksKey, runtimeKey, usedImageKey } from './registry';
 import { nextContainerId } from './runtime-ids';
 import { hibernationImage, readSpec, readStorage, writeState } from './state-files';
 import { Undo } from './undo';
@@ -150,7 +151,17 @@ export async function wakeSandbox(
     await undo.run(); // the image stays: the sandbox is still hibernated
     throw err;
   }
-  await rm(image, { recursive: true, force: true });
+  // The image has served. Removing it takes tens of milliseconds for a large
+  // one (a database's), so it is moved aside and removed in the background.
+  const used = `${image}.used-${randomBytes(4).toString('hex')}`;
+  if (
+    await rename(image, used).then(
+      () => true,
+      () => false,
+    )
+  )
+    ctx.registry.teardown(usedImageKey(id), () => rm(used, { recursive: true, force: true }));
+  else await rm(image, { recursive: true, force: true });
 }
 
 /**
@@ -175,6 +186,7 @@ export async function destroySandbox(ctx: HostContext, id: string): Promise<void
     // Every container of the sandbox is gone before its directory goes.
     await ctx.registry.runtimeTeardownsOf(id);
     await ctx.registry.teardownOf(retiredDisksKey(id));
+    await ctx.registry.teardownOf(usedImageKey(id));
     // Throws if a mount cannot be removed: then the directory stays, and the volume's data too.
     await releaseAllSandboxDisks(workDir);
     await rm(workDir, { recursive: true, force: true });

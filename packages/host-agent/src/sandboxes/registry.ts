@@ -15,6 +15,11 @@ export function runtimeKey(containerId: string): string {
   return RUNTIME + containerId;
 }
 
+/** The teardown key of the removal of a hibernation image a wake has restored. */
+export function usedImageKey(sandboxId: string): string {
+  return `image:${sandboxId}`;
+}
+
 /** The teardown key of the release of a sandbox's disks moved aside at hibernate. */
 export function retiredDisksKey(sandboxId: string): string {
   return `disk:${sandboxId}`;
