@@ -89,17 +89,15 @@ export async function pgbenchRows(b: DbBench): Promise<{ results: TpsResult[]; t
       // Each path twice, in the order A B C C B A, and the mean of the two: a
       // checkpoint or writeback of what an earlier run wrote (TPC-B-like) and a
       // host that gets busier or quieter fall on every path alike.
-      const runs = { inside: [] as number[], front: [] as number[], pooled: [] as number[] };
-      const paths = ['inside', 'front', 'pooled'] as const;
-      for (const path of [...paths, ...[...paths].reverse()]) {
-        if (path === 'inside') runs.inside.push(await guestPgbench(b, db, args.join(' '), seconds));
-        else
-          runs[path].push(
-            await hostPgbench(path === 'front' ? db.connection_url : db.pooled_url, args, seconds),
-          );
-      }
-      const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
-      const [inside, front, pooled] = [mean(runs.inside), mean(runs.front), mean(runs.pooled)];
+      const paths = {
+        inside: () => guestPgbench(b, db, args.join(' '), seconds),
+        front: () => hostPgbench(db.connection_url, args, seconds),
+        pooled: () => hostPgbench(db.pooled_url, args, seconds),
+      };
+      const order = ['inside', 'front', 'pooled'] as const;
+      const sums = { inside: 0, front: 0, pooled: 0 };
+      for (const path of [...order, ...[...order].reverse()]) sums[path] += await paths[path]();
+      const [inside, front, pooled] = [sums.inside / 2, sums.front / 2, sums.pooled / 2];
       results.push(
         { mode, path: 'in the sandbox (Unix socket, pgbench 17)', tps: inside, ratio: 1 },
         { mode, path: 'front door (TLS, host pgbench)', tps: front, ratio: front / inside },

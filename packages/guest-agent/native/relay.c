@@ -108,15 +108,26 @@ static void spawn_thread(void *(*fn)(void *), void *arg) {
   pthread_attr_destroy(&attr);
 }
 
-/* Dials the host's data socket and sends the token; -1 with errno on failure. */
-static int dial_data(const char *token) {
+/* A connection to the Unix socket at `path`; -1 with errno on failure. */
+static int connect_unix(const char *path) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  strncpy(addr.sun_path, data_socket, sizeof addr.sun_path - 1);
+  strncpy(addr.sun_path, path, sizeof addr.sun_path - 1);
+  if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0) return fd;
+  int e = errno;
+  close(fd);
+  errno = e;
+  return -1;
+}
+
+/* Dials the host's data socket and sends the token; -1 with errno on failure. */
+static int dial_data(const char *token) {
+  int fd = connect_unix(data_socket);
+  if (fd < 0) return -1;
   char head[160];
   int n = snprintf(head, sizeof head, "%s\n", token);
-  if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0 || write_all(fd, head, n) < 0) {
+  if (write_all(fd, head, n) < 0) {
     int e = errno;
     close(fd);
     errno = e;
@@ -303,12 +314,19 @@ static void reply(unsigned long id, const char *hex) {
 
 /* ---- ports (preview URLs) ---- */
 
+static int nodelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+/* A connection to the sandbox's loopback (127.0.0.1, then ::1), without Nagle's delay. */
 static int connect_loopback(int port) {
   struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons(port)};
   v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
-  if (connect(fd, (struct sockaddr *)&v4, sizeof v4) == 0) return fd;
+  if (connect(fd, (struct sockaddr *)&v4, sizeof v4) == 0) return nodelay(fd);
   int e = errno;
   close(fd);
   /* Servers bound to `localhost` may listen on ::1 only. */
@@ -316,7 +334,7 @@ static int connect_loopback(int port) {
     struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
     v6.sin6_addr = in6addr_loopback;
     fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&v6, sizeof v6) == 0) return fd;
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&v6, sizeof v6) == 0) return nodelay(fd);
     if (fd >= 0) close(fd);
   }
   errno = e;
@@ -337,8 +355,6 @@ static void *open_port(void *arg) {
     free(p);
     return NULL;
   }
-  int one = 1;
-  setsockopt(tcp, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   say("%lu ok", p->id);
   int data = dial_data(p->token);
   if (data < 0)
@@ -360,11 +376,8 @@ struct hand_req {
 
 /* Sends `fd` with one byte on a new connection to the Unix socket `path`. */
 static int hand_over(const char *path, int fd) {
-  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int s = connect_unix(path);
   if (s < 0) return -1;
-  struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  size_t len = strlen(path); /* below sizeof sun_path: unhex() checked it */
-  memcpy(addr.sun_path, path, len + 1);
   char byte = 'W';
   struct iovec iov = {.iov_base = &byte, .iov_len = 1};
   union {
@@ -383,7 +396,7 @@ static int hand_over(const char *path, int fd) {
   h->cmsg_type = SCM_RIGHTS;
   h->cmsg_len = CMSG_LEN(sizeof(int));
   memcpy(CMSG_DATA(h), &fd, sizeof fd);
-  int ok = connect(s, (struct sockaddr *)&addr, sizeof addr) == 0 && sendmsg(s, &m, 0) == 1;
+  int ok = sendmsg(s, &m, 0) == 1;
   int e = errno;
   close(s);
   errno = e;
@@ -405,8 +418,6 @@ static void *hand_port(void *arg) {
       say("%lu error %d", p->id, errno);
       close(data);
     } else {
-      int one = 1;
-      setsockopt(tcp, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       say("%lu ok", p->id);
       bridge(tcp, data);
     }
@@ -428,8 +439,7 @@ static void *accept_loop(void *arg) {
       usleep(10000);
       continue;
     }
-    int one = 1;
-    setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    nodelay(client);
     char token[130];
     pthread_mutex_lock(&lock);
     memcpy(token, egress_token, sizeof token);

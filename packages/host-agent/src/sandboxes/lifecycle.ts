@@ -154,12 +154,11 @@ export async function wakeSandbox(
   // The image has served. Removing it takes tens of milliseconds for a large
   // one (a database's), so it is moved aside and removed in the background.
   const used = `${image}.used-${randomBytes(4).toString('hex')}`;
-  if (
-    await rename(image, used).then(
-      () => true,
-      () => false,
-    )
-  )
+  const moved = await rename(image, used).then(
+    () => true,
+    () => false,
+  );
+  if (moved)
     ctx.registry.teardown(usedImageKey(id), () => rm(used, { recursive: true, force: true }));
   else await rm(image, { recursive: true, force: true });
 }

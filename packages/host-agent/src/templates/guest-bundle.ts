@@ -92,35 +92,21 @@ export async function ensureGuestBundle(root: string): Promise<GuestBundle> {
     // The loader must be reachable under its usual name for `ld-linux-x86-64.so.2 --library-path`.
     await copyFile(realpathSync(lib), join(tmp, 'lib', basename(lib)));
   }
-  // Static, so they run in the sandbox image whatever its libc (musl-based Alpine too).
-  for (const [name, source, extra] of [
-    ['spawner', SPAWNER_SOURCE, []],
-    ['relay', RELAY_SOURCE, ['-pthread']],
+  // The helpers are static, so they run in the sandbox image whatever its libc
+  // (musl-based Alpine too). The handoff library is loaded into a server of the
+  // image (PostgreSQL), so it uses the image's C library: built against this
+  // host's, it needs only symbols every glibc has.
+  for (const [name, source, before, after] of [
+    ['spawner', SPAWNER_SOURCE, ['-static'], []],
+    ['relay', RELAY_SOURCE, ['-static', '-pthread'], []],
+    ['handoff.so', HANDOFF_SOURCE, ['-shared', '-fPIC'], ['-ldl']],
   ] as const) {
     execFileSync(
       'gcc',
-      ['-static', '-O2', '-Wall', '-Wextra', '-Werror', ...extra, '-o', join(tmp, name), source],
+      [...before, '-O2', '-Wall', '-Wextra', '-Werror', '-o', join(tmp, name), source, ...after],
       { stdio: ['ignore', 'ignore', 'inherit'] },
     );
   }
-  // Loaded into a server of the image (PostgreSQL), so it uses the image's C
-  // library: built against this host's, it needs only symbols every glibc has.
-  execFileSync(
-    'gcc',
-    [
-      '-shared',
-      '-fPIC',
-      '-O2',
-      '-Wall',
-      '-Wextra',
-      '-Werror',
-      '-o',
-      join(tmp, 'handoff.so'),
-      HANDOFF_SOURCE,
-      '-ldl',
-    ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
   await mkdir(join(tmp, 'code'));
   for (const f of CODE_FILES) await copyFile(join(CODE_DIR, f), join(tmp, 'code', f));
   await writeFile(join(tmp, 'agent.js'), agent);
