@@ -33,6 +33,8 @@ export const PENDING_SECRET = `${PG_MOUNT}/pending-password`;
 export const ARCHIVE_STOP = `${PG_MOUNT}/archive-stop`;
 export const PG_BIN = '/usr/lib/postgresql/17/bin';
 export const SEED_DIR = '/usr/local/share/warren-pg/seed';
+/** A FIFO nobody writes to, in the template's root: the START script's waits read it with a timeout. */
+export const NAP_FIFO = '/usr/local/share/warren-pg/nap';
 export const ARCHIVE_SCRIPT = '/usr/local/bin/warren-pg-archive';
 export const SOCKET_DIR = '/var/run/postgresql';
 /**

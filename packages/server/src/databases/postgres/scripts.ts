@@ -9,6 +9,7 @@ import {
   ARCHIVE_STOP,
   HANDOFF_DIR,
   LOG_DIR,
+  NAP_FIFO,
   PENDING_SECRET,
   PGBOUNCER_INI,
   PGBOUNCER_PID,
@@ -131,17 +132,19 @@ status() {
   st=\${l[7]:-}
 }
 # nap <seconds>: a read that times out on a FIFO nobody writes to, instead of a
-# sleep process for every turn of the wait.
-f=/tmp/warren-pg-start.$$
-if mkfifo -m 0600 "$f" 2>/dev/null && exec 9<>"$f"; then
+# sleep process for every turn of the wait. The template's root has the FIFO
+# (mkfifo is a process too); a root made before that gets it here, once.
+f=${NAP_FIFO}
+if { [ -p "$f" ] || mkfifo -m 0600 "$f" 2>/dev/null; } && exec 9<>"$f"; then
   nap() { read -r -t "$1" -u 9 _ 2>/dev/null || :; }
 else
   nap() { sleep "$1"; }
 fi
 [ -f "$D/PG_VERSION" ] || refuse "no database cluster in $D"
 [ -d "$S" ] && [ -w "$S" ] || refuse "$S is missing: not the postgres template?"
-# Every process started here costs milliseconds (far more on a busy host): one rm for all.
-stale=("$f" ${ARCHIVE_STOP})
+# Every process started here costs milliseconds (far more on a busy host): one rm
+# for all, and none when nothing is left over (a new database, a branch).
+stale=(${ARCHIVE_STOP})
 alive "$D/postmaster.pid" postgres && server=up || stale+=("$D/postmaster.pid")
 alive ${PGBOUNCER_PID} pgbouncer && bouncer=up || stale+=(${PGBOUNCER_PID})
 if [ -z "\${server:-}" ]; then
@@ -149,7 +152,7 @@ if [ -z "\${server:-}" ]; then
   # new one would refuse their shared memory while they hold it.
   while old_server && [ "$SECONDS" -lt 10 ]; do nap 0.1; done
 fi
-rm -f "\${stale[@]}"
+for x in "\${stale[@]}"; do [ ! -e "$x" ] || { rm -f "\${stale[@]}"; break; }; done
 archive_recovery=
 [ ! -f "$D/recovery.signal" ] && [ ! -f "$D/standby.signal" ] || archive_recovery=y
 # The front door hands its connections to the server and to PgBouncer on
