@@ -6,4 +6,5 @@ export { createHostAgent, type LocalHostAgent } from './agent';
 export type { HostAgentConfig } from './config';
 export type { DriverName } from './runtime';
 export type { S3StoreConfig } from './snapshots';
+export { ARCHIVE_SCRIPT, NAP_FIFO, PG_BIN, SEED_DIR } from './templates/postgres-root';
 export { serveHostApi, type ServeHostOptions, type ServedHost } from './remote/serve';

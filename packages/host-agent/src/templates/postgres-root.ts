@@ -24,10 +24,12 @@ import { join } from 'node:path';
 import { WarrenError } from '@warren/protocol';
 import type { Progress } from './rootfs';
 
-const PG_BIN = '/usr/lib/postgresql/17/bin';
+// Where this root puts what a database's scripts use (the server's
+// databases/postgres/layout.ts takes these from here).
+export const PG_BIN = '/usr/lib/postgresql/17/bin';
 export const SEED_DIR = '/usr/local/share/warren-pg/seed';
-/** The START script's FIFO to wait on (server/src/databases/postgres/layout.ts). */
-const NAP_FIFO = 'usr/local/share/warren-pg/nap';
+/** A FIFO nobody writes to: the START script's waits read it with a timeout. */
+export const NAP_FIFO = '/usr/local/share/warren-pg/nap';
 export const ARCHIVE_SCRIPT = '/usr/local/bin/warren-pg-archive';
 
 /** Runs a command on the host; throws with its output when it fails. */
@@ -167,8 +169,8 @@ export async function finishPostgresRoot(rootfs: string, progress: Progress): Pr
   // Where the front door hands connections to the server (see the START script).
   await chmod(at('run/postgresql/handoff'), 0o700);
   // The START script's waits read this FIFO with a timeout (a sleep would be a process each time).
-  await run('mkfifo', ['-m', '0600', at(NAP_FIFO)]);
-  await chown(at(NAP_FIFO), pg.uid, pg.gid);
+  await run('mkfifo', ['-m', '0600', at(NAP_FIFO.slice(1))]);
+  await chown(at(NAP_FIFO.slice(1)), pg.uid, pg.gid);
 
   progress('making the seed cluster (initdb)');
   await asPostgres(rootfs, pg, [

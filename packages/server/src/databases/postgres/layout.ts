@@ -31,11 +31,8 @@ export const DB_ROLE = 'app';
 export const PENDING_SECRET = `${PG_MOUNT}/pending-password`;
 /** While it exists, the archive_command does not wait for the host (a stop is under way). */
 export const ARCHIVE_STOP = `${PG_MOUNT}/archive-stop`;
-export const PG_BIN = '/usr/lib/postgresql/17/bin';
-export const SEED_DIR = '/usr/local/share/warren-pg/seed';
-/** A FIFO nobody writes to, in the template's root: the START script's waits read it with a timeout. */
-export const NAP_FIFO = '/usr/local/share/warren-pg/nap';
-export const ARCHIVE_SCRIPT = '/usr/local/bin/warren-pg-archive';
+// Made by the template's root build (host-agent/src/templates/postgres-root.ts).
+export { ARCHIVE_SCRIPT, NAP_FIFO, PG_BIN, SEED_DIR } from '@warren/host-agent';
 export const SOCKET_DIR = '/var/run/postgresql';
 /**
  * A second socket of the server, for the front door only: connections come
