@@ -16,6 +16,7 @@ import {
   waitForState,
   withClient,
 } from '../databases';
+import { ARCHIVE_STOP } from '../../packages/server/src/databases/postgres/layout';
 import { waitFor } from '../wait';
 
 describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
@@ -59,6 +60,11 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
         what: 'rows before the crash',
         timeoutMs: 60_000,
       });
+      // Killed in the middle of a stop: its archive-stop file is left on the volume,
+      // and the next start removes it (else archiving would give up at once, for good).
+      await p.context.databases.service.provisioner
+        .postgres(db.sandbox_id)
+        .shell(`touch ${ARCHIVE_STOP}`);
       await p.host.driver.kill(db.sandbox_id);
       back = await waitFor(
         async () => {
@@ -85,6 +91,10 @@ describe('database durability (real gVisor)', { timeout: 900_000 }, () => {
     );
     const kinds = (await databaseEvents(p, db.id)).map((e) => e.kind);
     assert.ok(kinds.includes('crashed') && kinds.includes('recovered'), kinds.join(','));
+    const left = await p.context.databases.service.provisioner
+      .postgres(back.sandbox_id)
+      .shell(`test -e ${ARCHIVE_STOP} && echo left || echo removed`);
+    assert.equal(left.trim(), 'removed');
   });
 
   it('scales an idle database to zero and wakes it on connect, data intact', async () => {
