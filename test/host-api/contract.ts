@@ -290,6 +290,35 @@ export function hostApiContract(name: string, fx: ContractFixture): void {
       await rejectsWith(ctx.host.sandboxes.openPort(id, 7999), 'PORT_NOT_LISTENING');
     });
 
+    it('opens connections to Unix sockets in the sandbox', async () => {
+      const id = await ctx.create();
+      const path = '/tmp/echo.sock';
+      const server =
+        `import socket\ns=socket.socket(socket.AF_UNIX);s.bind('${path}');s.listen()\n` +
+        'while True:\n c,_=s.accept();c.sendall(c.recv(100)[::-1]);c.close()';
+      await ctx.host.processes.start(id, { cmd: 'python3', args: ['-c', server] });
+      const open = () => ctx.host.sandboxes.openPort(id, 0, { unix: path });
+      const conn = await waitFor(() => open().catch(() => null), {
+        what: 'the Unix socket server to listen',
+      });
+      conn.write('abc');
+      const chunks: Buffer[] = [];
+      for await (const c of conn) chunks.push(c as Buffer);
+      assert.equal(Buffer.concat(chunks).toString(), 'cba');
+      await rejectsWith(
+        ctx.host.sandboxes.openPort(id, 0, { unix: '/tmp/nothing.sock' }),
+        'PORT_NOT_LISTENING',
+      );
+      await rejectsWith(
+        ctx.host.sandboxes.openPort(id, 0, { unix: 'relative.sock' }),
+        'INVALID_REQUEST',
+      );
+      await rejectsWith(
+        ctx.host.sandboxes.openPort(id, 0, { unix: `/tmp/${'x'.repeat(120)}` }),
+        'INVALID_REQUEST',
+      );
+    });
+
     hostApiChecks2(ctx);
     hostApiUsageChecks(ctx);
   });

@@ -16,6 +16,9 @@
  *   <id> port <token> <port>              a TCP connection to the sandbox's
  *                                         loopback (127.0.0.1, then ::1), bridged
  *                                         to the host: `<id> ok` / `<id> error <errno>`
+ *   <id> unix <token> <hexpath>           a connection to the Unix socket <path>
+ *                                         in the sandbox, bridged to the host:
+ *                                         `<id> ok` / `<id> error <errno>`
  *   <id> hand <token> <hexpath> <port>    dial the host and hand that data
  *                                         connection's descriptor to the server
  *                                         listening on the Unix socket <path>
@@ -341,16 +344,18 @@ static int connect_loopback(int port) {
   return -1;
 }
 
+/* A loopback port, or the Unix socket `path` when it is set. */
 struct port_req {
   unsigned long id;
   char token[130];
   int port;
+  char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
 
 static void *open_port(void *arg) {
   struct port_req *p = arg;
-  int tcp = connect_loopback(p->port);
-  if (tcp < 0) {
+  int conn = p->path[0] ? connect_unix(p->path) : connect_loopback(p->port);
+  if (conn < 0) {
     say("%lu error %d", p->id, errno);
     free(p);
     return NULL;
@@ -358,9 +363,9 @@ static void *open_port(void *arg) {
   say("%lu ok", p->id);
   int data = dial_data(p->token);
   if (data < 0)
-    close(tcp);
+    close(conn);
   else
-    bridge(tcp, data);
+    bridge(conn, data);
   free(p);
   return NULL;
 }
@@ -520,6 +525,16 @@ static void request(char *line) {
     if (!p) return say("%lu error %d", id, ENOMEM);
     *p = (struct port_req){.id = id, .port = atoi(f[1])};
     strcpy(p->token, f[0]);
+    spawn_thread(open_port, p);
+  } else if (!strcmp(verb, "unix") && token_ok && f[1]) {
+    struct port_req *p = calloc(1, sizeof *p);
+    if (!p) return say("%lu error %d", id, ENOMEM);
+    *p = (struct port_req){.id = id};
+    strcpy(p->token, f[0]);
+    if (unhex(f[1], p->path, sizeof p->path) < 0 || !p->path[0]) {
+      free(p);
+      return say("%lu error %d", id, EINVAL);
+    }
     spawn_thread(open_port, p);
   } else if (!strcmp(verb, "hand") && token_ok && f[1] && f[2]) {
     struct hand_req *p = calloc(1, sizeof *p);

@@ -78,6 +78,12 @@ export class Relay {
     if (a.errno) throw a.errno;
   }
 
+  /** Connects to the Unix socket `path` in the sandbox and bridges it to `token`'s connection. */
+  async unix(token: string, path: string): Promise<void> {
+    const a = await this.ask(this.id(), `unix ${token} ${hex(path)}`);
+    if (a.errno) throw a.errno;
+  }
+
   /**
    * Hands `token`'s connection, by descriptor, to the server listening on the
    * Unix socket `path` (see native/handoff.c), or bridges it to `port` when

@@ -124,7 +124,7 @@ export interface DataTransfer {
   mode?: string;
 }
 
-/** Connect to 127.0.0.1:<port> in the sandbox and pipe that connection over a data connection. */
+/** Connect to 127.0.0.1:<port> (or `unix`) in the sandbox and pipe that connection over a data connection. */
 export interface PortConnect {
   port: number;
   token: string;
@@ -135,10 +135,15 @@ export interface PortConnect {
    * there.
    */
   handoff?: string;
+  /**
+   * Connect to this Unix socket in the sandbox instead of the port (the
+   * platform's own connections to a server that trusts local users).
+   */
+  unix?: string;
 }
 
 /** How a port connection reaches the server in the sandbox (HostApi's openPort). */
-export type OpenPortOptions = Pick<PortConnect, 'handoff'>;
+export type OpenPortOptions = Pick<PortConnect, 'handoff' | 'unix'>;
 
 export interface GuestProcessStart {
   cmd: string;

@@ -204,7 +204,7 @@ export interface HostSandboxApi {
   checkNetwork(network: SandboxNetwork): Promise<void>;
   /** Changes the egress policy of a running or paused sandbox; open connections stay. */
   setNetwork(id: string, network: SandboxNetwork): Promise<void>;
-  /** A raw byte stream to a TCP port on the sandbox's loopback; PORT_NOT_LISTENING if none. */
+  /** A raw byte stream to a TCP port on the sandbox's loopback (or to the Unix socket `options.unix` in it); PORT_NOT_LISTENING if none. */
   openPort(id: string, port: number, options?: OpenPortOptions): Promise<Duplex>;
   /**
    * After a restart: takes back the expected sandboxes that still run and

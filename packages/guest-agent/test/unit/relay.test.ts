@@ -1,7 +1,8 @@
 /**
  * The native relay (native/relay.c), built here and driven through Relay
  * against a real Unix socket standing in for the host's data socket: file
- * transfers both ways, a port bridge with a half-close, drop, and a data
+ * transfers both ways, a port bridge with a half-close, drop, a Unix socket
+ * bridge, and a data
  * connection handed by descriptor to a server started with native/handoff.c.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -147,6 +148,23 @@ describe('native relay', () => {
       await closed;
 
       await assert.rejects(relay.port('tok00006', 1), { code: 'ECONNREFUSED' });
+    } finally {
+      app.close();
+    }
+  });
+
+  test('bridges a Unix socket both ways; a path nobody listens on is refused', async () => {
+    const socketPath = join(dir, 'app.sock');
+    const app = createServer((c) => c.on('data', (d: Buffer) => c.end(`unix got ${d.toString()}`)));
+    await new Promise<void>((r) => app.listen(socketPath, r));
+    try {
+      const arrived = connection('tok00010');
+      await relay.unix('tok00010', socketPath);
+      const s = await arrived;
+      const got = readAll(s);
+      s.write('hi');
+      assert.equal((await got).toString(), 'unix got hi');
+      await assert.rejects(relay.unix('tok00011', join(dir, 'none.sock')), { code: 'ENOENT' });
     } finally {
       app.close();
     }

@@ -131,14 +131,15 @@ export class GuestChannel {
   }
 
   /**
-   * A raw byte stream to a TCP port on the sandbox's loopback (preview URLs):
-   * the guest connects to the port and pipes it over a data connection.
-   * Fails with PORT_NOT_LISTENING when nothing accepts on that port.
+   * A raw byte stream to a TCP port on the sandbox's loopback (preview URLs),
+   * or to a Unix socket in it (`options.unix`): the guest connects and pipes
+   * it over a data connection. Fails with PORT_NOT_LISTENING when nothing
+   * accepts there.
    */
   async openPort(port: number, options: OpenPortOptions = {}): Promise<Socket> {
     const token = newDataToken();
     const data = this.data.expect(token);
-    const request: PortConnect = { port, token, handoff: options.handoff };
+    const request: PortConnect = { port, token, handoff: options.handoff, unix: options.unix };
     try {
       await this.json({ method: 'POST', path: GUEST_PATHS.portConnect, json: request });
     } catch (err) {
