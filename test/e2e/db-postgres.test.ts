@@ -234,9 +234,9 @@ describe('managed PostgreSQL in a sandbox (real gVisor)', { timeout: 600_000 }, 
   });
 
   it('runs a cluster on its volume: SQL, SCRAM over TCP, pgvector as app', async () => {
-    await db.init({ password, archiveTimeoutSeconds: 60 });
-    await assert.rejects(db.init({ password, archiveTimeoutSeconds: 60 }), /not empty/);
-    await db.start();
+    await db.init({ archiveTimeoutSeconds: 60 });
+    await assert.rejects(db.init({ archiveTimeoutSeconds: 60 }), /not empty/);
+    await db.start({ password });
     await db.start(); // already running: nothing to do
     assert.equal(await db.isReady(), true);
     assert.equal(await db.sql('select 1'), '1\n');

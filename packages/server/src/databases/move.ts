@@ -80,12 +80,13 @@ export async function restoreOntoNewVolume(
 
 type Log = { warn(o: object, m: string): void };
 
-const READ_ONLY = `ALTER SYSTEM SET default_transaction_read_only = on;
-SELECT pg_reload_conf();
-SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-  WHERE backend_type = 'client backend' AND pid <> pg_backend_pid();`;
-const WRITABLE = `ALTER SYSTEM RESET default_transaction_read_only;
-SELECT pg_reload_conf();`;
+const READ_ONLY = [
+  'ALTER SYSTEM SET default_transaction_read_only = on',
+  'SELECT pg_reload_conf()',
+  `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+    WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+];
+const WRITABLE = ['ALTER SYSTEM RESET default_transaction_read_only', 'SELECT pg_reload_conf()'];
 
 /** Moves one database off `hostId`; false when it is not there (any more) or not movable. */
 async function move(dbs: DatabaseService, id: string, hostId: string, log: Log): Promise<boolean> {

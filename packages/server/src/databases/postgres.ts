@@ -13,6 +13,7 @@
 import { WarrenError, type GuestProcessStart, type HostApi } from '@warren/protocol';
 import { runOk, run, sh } from './postgres/guest';
 import { DB_ROLE, PG_BIN, PG_STAGING, SOCKET_DIR } from './postgres/layout';
+import { superuserSql } from './postgres/client';
 import { scramSecret } from './postgres/scram';
 import {
   BASE_BACKUP,
@@ -120,16 +121,13 @@ export class GuestPostgres {
 
   /**
    * A new, empty volume: copies the template's seed cluster into PG_DATA
-   * (never over a non-empty one: INVALID_STATE), writes Warren's settings and
-   * keeps the app role's password to be set by the first start(). Does not start.
+   * (never over a non-empty one: INVALID_STATE) and writes Warren's settings.
+   * Does not start; the seed's app role has no password until start() gets one.
    */
-  async init(o: { password: string; archiveTimeoutSeconds: number }): Promise<void> {
+  async init(o: { archiveTimeoutSeconds: number }): Promise<void> {
     checkArchiveTimeout(o.archiveTimeoutSeconds);
-    const secret = scramSecret(o.password);
     await this.prepare();
-    await this.asPostgres(INIT, [warrenConf(o), PG_HBA], 'initialising the cluster', {
-      stdin: secret,
-    });
+    await this.asPostgres(INIT, [warrenConf(o), PG_HBA], 'initialising the cluster');
   }
 
   /**
@@ -146,20 +144,21 @@ export class GuestPostgres {
    * Starts PostgreSQL (pg_ctl) and PgBouncer unless they run, and resolves once
    * the server answers a query out of recovery. A cluster that was not shut
    * down cleanly runs crash recovery first; a restored one replays its WAL and
-   * is promoted. A password kept by init() or restore() is set here.
+   * is promoted. `password`, if given, then becomes the app role's password.
    */
-  async start(o: { timeoutSeconds?: number } = {}): Promise<void> {
+  async start(o: { timeoutSeconds?: number; password?: string } = {}): Promise<void> {
     const wait = o.timeoutSeconds ?? DEFAULT_WAIT_SECONDS;
     await this.asPostgres(START, [String(wait), PGBOUNCER_CONF], 'starting postgres', {
       wait,
       bash: true,
     });
+    if (o.password !== undefined) await this.setPassword(o.password);
   }
 
   /**
    * configure(), then start() in the same exec into the sandbox (one round
-   * trip less: a branch, a crash recovery); `password`, if given, becomes the
-   * app role's password once the server answers.
+   * trip less: a branch, a crash recovery); `password`, if given, then
+   * becomes the app role's password.
    */
   async configureAndStart(o: {
     archiveTimeoutSeconds: number;
@@ -172,8 +171,9 @@ export class GuestPostgres {
       CONFIGURE_START,
       [String(wait), PGBOUNCER_CONF, warrenConf(o), PG_HBA],
       'starting postgres',
-      { wait, bash: true, stdin: o.password === undefined ? '' : scramSecret(o.password) },
+      { wait, bash: true },
     );
+    if (o.password !== undefined) await this.setPassword(o.password);
   }
 
   /** Stops PgBouncer, then PostgreSQL with a fast shutdown (clean: no recovery at the next start). */
@@ -190,16 +190,30 @@ export class GuestPostgres {
   }
 
   /**
-   * Runs SQL as the superuser over the Unix socket (psql -X -A -t -q, stopping
-   * at the first error) in `database` (default: the app database) and returns
-   * psql's output: rows, `|`-separated, one a line. The SQL goes in on stdin.
-   * Failure: DATABASE_COMMAND_FAILED with psql's error.
+   * Runs SQL as the superuser in `database` (default: the app database) and
+   * returns what psql -A -t prints: rows, `|`-separated, one a line. Each
+   * string of an array is a query of its own (ALTER SYSTEM cannot share one).
+   * Failure: DATABASE_COMMAND_FAILED with the server's error.
    */
   async sql(
-    query: string,
+    query: string | string[],
     database: string = DB_ROLE,
     o: { timeoutMs?: number } = {},
   ): Promise<string> {
+    const statements = typeof query === 'string' ? [query] : query;
+    const timeoutMs = o.timeoutMs ?? 300_000;
+    try {
+      return await superuserSql(this.host, this.sandboxId, statements, database, timeoutMs);
+    } catch (err) {
+      // A guest agent from before Unix socket connections (a database sandbox
+      // an older release started, restored from its hibernation): psql in it.
+      if (!(err instanceof WarrenError && err.code === 'INVALID_REQUEST')) throw err;
+      return this.psql(statements.join(';\n'), database, timeoutMs);
+    }
+  }
+
+  /** sql() with psql in the sandbox (-X -A -t -q, stopping at the first error); the SQL goes in on stdin. */
+  private psql(query: string, database: string, timeoutMs: number): Promise<string> {
     return this.ok(
       {
         cmd: `${PG_BIN}/psql`,
@@ -209,7 +223,7 @@ export class GuestPostgres {
         // A name in PGDATABASE is only ever a name (`-d` would take a connection string).
         env: { PGDATABASE: database, PGAPPNAME: 'warren' },
         stdin: query,
-        ...(o.timeoutMs !== undefined && { timeout_ms: o.timeoutMs }),
+        timeout_ms: timeoutMs,
       },
       'SQL',
     );
@@ -310,7 +324,6 @@ export class GuestPostgres {
         throw new WarrenError('INVALID_REQUEST', `invalid path in the sandbox: ${p}`);
     if (o.targetTime !== undefined && !/^[0-9A-Za-z:.+\- ]{1,64}$/.test(o.targetTime))
       throw new WarrenError('INVALID_RESTORE_TARGET', `invalid target time ${o.targetTime}`);
-    const secret = scramSecret(o.password);
     const recovery = [
       '# A restore: gone once the server is promoted.',
       `restore_command = 'test -f "${o.walDir}/%f" && cp "${o.walDir}/%f" "%p"'`,
@@ -321,8 +334,8 @@ export class GuestPostgres {
     ].join('\n');
     await this.prepare();
     const args = [o.backup, warrenConf(o), PG_HBA, recovery];
-    await this.asPostgres(RESTORE, args, 'restoring the base backup', { stdin: secret });
-    await this.start({ timeoutSeconds: o.timeoutSeconds });
+    await this.asPostgres(RESTORE, args, 'restoring the base backup');
+    await this.start({ timeoutSeconds: o.timeoutSeconds, password: o.password });
   }
 }
 

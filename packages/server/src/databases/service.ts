@@ -178,11 +178,8 @@ export class DatabaseService {
         memoryMb: req.memory_mb,
       });
       rec.sandbox_id = sbx.id;
-      await sbx.pg.init({
-        password: rec.password,
-        archiveTimeoutSeconds: rec.archive_timeout_seconds,
-      });
-      await sbx.pg.start();
+      await sbx.pg.init({ archiveTimeoutSeconds: rec.archive_timeout_seconds });
+      await sbx.pg.start({ password: rec.password });
       return { sandbox_id: sbx.id, volume_id: volumeId, cpu: sbx.cpu, memory_mb: sbx.memory_mb };
     });
   }

@@ -27,8 +27,6 @@ export const PGBOUNCER_PORT = 6432;
 /** The user's role, owner of the database of the same name. */
 export const DB_ROLE = 'app';
 
-/** A SCRAM secret waiting to become the app role's password at the next start. */
-export const PENDING_SECRET = `${PG_MOUNT}/pending-password`;
 /** While it exists, the archive_command does not wait for the host (a stop is under way). */
 export const ARCHIVE_STOP = `${PG_MOUNT}/archive-stop`;
 // Made by the template's root build (host-agent/src/templates/postgres-root.ts).

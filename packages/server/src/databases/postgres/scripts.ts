@@ -10,7 +10,6 @@ import {
   HANDOFF_DIR,
   LOG_DIR,
   NAP_FIFO,
-  PENDING_SECRET,
   PGBOUNCER_INI,
   PGBOUNCER_PID,
   PGBOUNCER_PORT,
@@ -70,7 +69,7 @@ install -d -o postgres -g postgres -m 2775 "$S"
 install -d -o postgres -g postgres -m 0755 ${LOG_DIR}
 `;
 
-/** As postgres: $1 warren.conf, $2 pg_hba.conf; stdin the app role's SCRAM secret. */
+/** As postgres: $1 warren.conf, $2 pg_hba.conf. */
 export const INIT = `set -eu
 ${COMMON}
 empty_data || refuse "refusing to initialise: $D is not empty"
@@ -83,9 +82,6 @@ chmod 0700 "$D.init"
 mkdir -p "$D.init/log"
 put "$D.init/warren.conf" "$1"
 put "$D.init/pg_hba.conf" "$2"
-umask 077
-cat >${PENDING_SECRET}.tmp
-mv -f ${PENDING_SECRET}.tmp ${PENDING_SECRET}
 [ ! -e "$D" ] || rmdir "$D"
 mv "$D.init" "$D"
 sync "$D" "$M/" 2>/dev/null || true
@@ -108,8 +104,8 @@ ${CONFIGURE_BODY}`;
  * As postgres, with bash: $1 seconds to wait, $2 PgBouncer's configuration.
  * Starts the server unless it runs (crash recovery or a restore's archive
  * recovery happen here) and PgBouncer unless it runs, side by side; waits
- * until the server answers out of recovery, applies a pending password, drops
- * a finished restore's settings, then waits until PgBouncer listens.
+ * until the server answers out of recovery, drops a finished restore's
+ * settings, then waits until PgBouncer listens.
  *
  * The server is started directly, not with `pg_ctl start -w`: pg_ctl first
  * parses the configuration in a server process of its own and then polls in
@@ -195,13 +191,6 @@ until [ "$("$B/psql" -X -At -h "$S" -d postgres -c 'select pg_is_in_recovery()' 
   [ "$SECONDS" -lt "$1" ] || fail "postgres was not out of recovery within $1 s"
   nap 0.1
 done
-# A password given to this run ($secret), else one kept by init or restore.
-[ -n "\${secret:-}" ] || [ ! -f ${PENDING_SECRET} ] || read -r secret <${PENDING_SECRET}
-if [ -n "\${secret:-}" ]; then
-  printf "ALTER ROLE app PASSWORD '%s';\\n" "$secret" |
-    "$B/psql" -X -q -v ON_ERROR_STOP=1 -h "$S" -d postgres || fail "cannot set the password"
-  [ ! -f ${PENDING_SECRET} ] || rm -f ${PENDING_SECRET}
-fi
 if [ -f "$D/${RECOVERY_CONF}" ] && [ ! -f "$D/recovery.signal" ]; then
   rm -f "$D/${RECOVERY_CONF}"
   "$B/pg_ctl" reload -D "$D" -s
@@ -216,18 +205,12 @@ export const START = `set -u
 ${COMMON}
 ${START_BODY}`;
 
-/**
- * As postgres, with bash: CONFIGURE ($3 warren.conf, $4 pg_hba.conf), then
- * START ($1, $2) in one exec; a SCRAM secret on stdin (or nothing) becomes the
- * app role's password once the server answers.
- */
+/** As postgres, with bash: CONFIGURE ($3 warren.conf, $4 pg_hba.conf), then START ($1, $2) in one exec. */
 export const CONFIGURE_START = `set -u
 ${COMMON}
 configure() {
 ${CONFIGURE_BODY}}
 configure "$3" "$4"
-secret=
-IFS= read -r secret || :
 ${START_BODY}`;
 
 /** As postgres, with bash: $1 seconds to wait. PgBouncer at once, then a fast shutdown of the server. */
@@ -271,7 +254,7 @@ tar -xzOf "$dir/base.tar.gz" --occurrence=1 backup_label
 
 /**
  * As postgres: $1 base.tar.gz, $2 warren.conf, $3 pg_hba.conf, $4 the recovery
- * settings; stdin the app role's SCRAM secret. Unpacks into an empty data
+ * settings. Unpacks into an empty data
  * directory (through another name) with recovery.signal; start() recovers.
  */
 export const RESTORE = `set -eu
@@ -294,9 +277,6 @@ put "$D.restore/warren.conf" "$2"
 put "$D.restore/pg_hba.conf" "$3"
 put "$D.restore/${RECOVERY_CONF}" "$4"
 : >"$D.restore/recovery.signal"
-umask 077
-cat >${PENDING_SECRET}.tmp
-mv -f ${PENDING_SECRET}.tmp ${PENDING_SECRET}
 [ ! -e "$D" ] || rmdir "$D"
 mv "$D.restore" "$D"
 sync "$D" "$M/" 2>/dev/null || true
