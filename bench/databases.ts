@@ -75,6 +75,11 @@ try {
     targets.push(`wake-on-connect -> first query p50 <= 500 ms: ${ms(p50)} (${met(p50 <= 500)})`);
     targets.push(`wake-on-connect -> first query p95 <= 1.5 s: ${ms(p95)} (${met(p95 <= 1500)})`);
   }
+  for (const r of rows.filter((r) => r.name.startsWith('branch'))) {
+    const p50 = percentile(r.warren, 50);
+    const size = /\((.*)\)/.exec(r.name)?.[1] ?? '';
+    targets.push(`branch -> first query p50 <= 2 s (${size}): ${ms(p50)} (${met(p50 <= 2000)})`);
+  }
   for (const r of result?.results ?? [])
     if (r.path.startsWith('front door'))
       targets.push(
