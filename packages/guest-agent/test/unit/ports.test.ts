@@ -4,11 +4,12 @@
  * anything is dialed. A Unix socket stands in for the host's data socket.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { listenDataHost, type DataHost } from './data-host';
 
 const dir = mkdtempSync(join(tmpdir(), 'warren-ports-'));
 process.env.WARREN_DATA_CHANNEL = join(dir, 'data.sock');
@@ -16,25 +17,15 @@ process.env.WARREN_DATA_CHANNEL = join(dir, 'data.sock');
 const { closePortConnections, connectPort } = await import('../../src/ports');
 
 describe('port connections (agent streams)', () => {
-  let host: Server;
-  const arrivals = new Map<string, (s: Socket) => void>();
+  let host: DataHost;
 
   before(async () => {
-    host = createServer({ allowHalfOpen: true }, (s) => {
-      const onReadable = () => {
-        const head = s.read(9) as Buffer | null;
-        if (!head) return;
-        s.off('readable', onReadable);
-        arrivals.get(head.subarray(0, 8).toString())?.(s);
-      };
-      s.on('readable', onReadable);
-    });
-    await new Promise<void>((r) => host.listen(process.env.WARREN_DATA_CHANNEL!, r));
+    host = await listenDataHost(process.env.WARREN_DATA_CHANNEL!);
   });
 
   after(() => {
     closePortConnections();
-    host.close();
+    host.server.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -43,7 +34,7 @@ describe('port connections (agent streams)', () => {
     const app = createServer((c) => c.on('data', (d: Buffer) => c.end(`unix got ${d.toString()}`)));
     await new Promise<void>((r) => app.listen(path, r));
     try {
-      const arrived = new Promise<Socket>((r) => arrivals.set('tok00001', r));
+      const arrived = host.connection('tok00001');
       await connectPort({ port: 0, token: 'tok00001', unix: path });
       const s = await arrived;
       const parts: Buffer[] = [];

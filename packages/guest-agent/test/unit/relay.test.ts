@@ -7,13 +7,14 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Relay } from '../../src/relay';
+import { listenDataHost, type DataHost } from './data-host';
 
 const SOURCE = fileURLToPath(new URL('../../native/relay.c', import.meta.url));
 const HANDOFF = fileURLToPath(new URL('../../native/handoff.c', import.meta.url));
@@ -29,14 +30,11 @@ c.sendall(c.recv(100).upper() + f" from {addr[0]}:{addr[1]}".encode()); c.close(
 describe('native relay', () => {
   const dir = mkdtempSync(join(tmpdir(), 'warren-relay-'));
   const dataPath = join(dir, 'data.sock');
-  /** Data connections by the token they start with. */
-  const arrivals = new Map<string, (s: Socket) => void>();
-  let host: Server;
+  let host: DataHost;
   let relay: Relay;
   let child: ChildProcess;
 
-  const connection = (token: string) =>
-    new Promise<Socket>((resolve) => arrivals.set(token, resolve));
+  const connection = (token: string) => host.connection(token);
 
   before(async () => {
     const binary = join(dir, 'relay');
@@ -51,16 +49,7 @@ describe('native relay', () => {
       binary,
       SOURCE,
     ]);
-    host = createServer({ allowHalfOpen: true }, (s) => {
-      const onReadable = () => {
-        const head = s.read(9) as Buffer | null;
-        if (!head) return;
-        s.off('readable', onReadable);
-        arrivals.get(head.subarray(0, 8).toString())?.(s);
-      };
-      s.on('readable', onReadable);
-    });
-    await new Promise<void>((r) => host.listen(dataPath, r));
+    host = await listenDataHost(dataPath);
     child = spawn(binary, [], {
       stdio: ['pipe', 'pipe', 'inherit'],
       env: { WARREN_DATA_CHANNEL: dataPath },
@@ -70,7 +59,7 @@ describe('native relay', () => {
 
   after(() => {
     child.kill();
-    host.close();
+    host.server.close();
     rmSync(dir, { recursive: true, force: true });
   });
 

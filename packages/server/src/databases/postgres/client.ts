@@ -93,7 +93,9 @@ export async function superuserSql(
     return failed(err);
   } finally {
     clearTimeout(timer);
-    await client.end().catch(() => undefined);
-    stream.destroy();
+    // Terminate goes out and the stream ends; nobody waits for the server's
+    // side to close (its backend exits by itself). Closed for good in 5 s.
+    client.end().catch(() => undefined);
+    setTimeout(() => stream.destroy(), 5000).unref();
   }
 }
