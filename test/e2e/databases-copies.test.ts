@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { Database } from '@warren/protocol';
 import { startTestPlatform, type TestPlatform } from '../fixture';
@@ -19,6 +20,7 @@ import {
   withClient,
 } from '../databases';
 import { waitUntil } from '../wait';
+import { PG_OUTBOX, PG_STAGING } from '../../packages/server/src/databases/postgres';
 
 describe('database archive, restores and branches (real gVisor)', { timeout: 900_000 }, () => {
   let p: TestPlatform;
@@ -92,11 +94,24 @@ describe('database archive, restores and branches (real gVisor)', { timeout: 900
   });
 
   it('branches a running database: writes in one never show in the other', async () => {
+    // The parent's own files on its volume: WAL being handed to its archive, staging.
+    const left = [`${PG_OUTBOX}/000000010000000000000099.tmp`, `${PG_STAGING}/leftover`];
+    for (const f of left)
+      await p.host.files.write(db.sandbox_id, f, Readable.from([Buffer.from('parent')]));
     const branch = await p.json<Database>(`/v1/databases/${db.id}/branches`, {
       method: 'POST',
       json: { label: 'feature' },
     });
     made.push(branch.id);
+    // The branch starts without them (its archive would take the parent's WAL); the parent keeps them.
+    const names = async (sandbox: string, dir: string) =>
+      (await p.host.files.list(sandbox, dir)).items.map((f) => `${dir}/${f.name}`);
+    for (const f of left) {
+      const dir = f.slice(0, f.lastIndexOf('/'));
+      assert.ok(!(await names(branch.sandbox_id, dir)).includes(f), `${f} left in the branch`);
+      assert.ok((await names(db.sandbox_id, dir)).includes(f), `${f} gone from the parent`);
+    }
+    for (const f of left) await p.host.files.remove(db.sandbox_id, f, false);
     assert.equal(branch.parent_id, db.id);
     assert.notEqual(branch.password, db.password);
     // On this host (ext4) the volumes live in the XFS pool: the branch's image

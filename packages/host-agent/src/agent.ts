@@ -204,7 +204,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
             }),
           },
         }),
-      clone: (from, to) => ctx.volumes.clone(from, to),
+      clone: (from, to, o) => ctx.volumes.clone(from, to, o),
       remove: (id) => ctx.volumes.remove(id),
       usedBytes: (id) => ctx.volumes.usedBytes(id),
       mount: (id) => ctx.volumes.ensureMounted(id),

@@ -331,11 +331,11 @@ export interface HostVolumeApi {
   /** Mounts a volume that is not mounted (after a reboot). */
   mount(id: string): Promise<void>;
   /**
-   * Makes `to` a copy of `from` as of one instant (the source's file system is
-   * frozen while its blocks are copied: writers wait, nothing stops). Crash
-   * consistent, like a storage snapshot. On failure `to` does not exist.
+   * Makes `to` a copy of `from` as of one instant (its file system frozen while its blocks are
+   * copied: writers wait), crash consistent; on failure `to` does not exist. `clear`: paths
+   * relative to what sandboxes see, emptied in the copy (a file removed, a directory's entries).
    */
-  clone(from: string, to: string): Promise<void>;
+  clone(from: string, to: string, o?: { clear?: string[] }): Promise<void>;
 }
 
 export interface HostSnapshotApi {

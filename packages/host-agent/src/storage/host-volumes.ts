@@ -9,7 +9,7 @@
  * volume that is not mounted (after a reboot) is mounted again.
  */
 import { createWriteStream } from 'node:fs';
-import { lstat, mkdir, realpath, rm, statfs } from 'node:fs/promises';
+import { lstat, mkdir, readdir, realpath, rm, statfs } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
 import type { TemplateCatalog } from '../templates/catalog';
 import { WarrenError } from '@warren/protocol';
@@ -105,8 +105,13 @@ export class HostVolumes {
     }
   }
 
-  /** Makes volume `to` a crash-consistent copy of mounted volume `from`; on failure `to` is gone. */
-  async clone(from: string, to: string): Promise<void> {
+  /**
+   * Makes volume `to` a crash-consistent copy of mounted volume `from`, then
+   * empties the paths of `clear` in it (relative to `data`: a file is
+   * removed, a directory's entries are); on failure `to` is gone.
+   */
+  async clone(from: string, to: string, o: { clear?: string[] } = {}): Promise<void> {
+    const clear = (o.clear ?? []).map((p) => insideData(p));
     await this.ensureMounted(from);
     const dir = this.dir(to);
     await mkdir(join(dir, 'mnt'), { recursive: true });
@@ -118,6 +123,7 @@ export class HostVolumes {
         this.cloneMode,
       );
       await mountImage(join(dir, 'volume.img'), join(dir, 'mnt'));
+      for (const p of clear) await emptyPath(join(this.data(to), p));
     } catch (err) {
       await this.remove(to);
       throw err;
@@ -177,4 +183,21 @@ export async function templateSeed(
   if (!(await realpath(dir)).startsWith(`${await realpath(t.rootfs)}/`))
     throw bad(`${seed.from} leads out of template ${t.name}'s root`);
   return { dir, to: seed.to };
+}
+
+/** A path relative to a volume's data directory that stays inside it; INVALID_REQUEST otherwise. */
+function insideData(p: string): string {
+  const n = typeof p === 'string' && p ? posix.normalize(p) : '';
+  if (!n || p.startsWith('/') || n === '.' || n.split('/').includes('..'))
+    throw new WarrenError('INVALID_REQUEST', `not a path inside the volume: ${JSON.stringify(p)}`);
+  return n;
+}
+
+/** Removes a file, or the entries of a directory; nothing there is fine. Symbolic links are not followed. */
+async function emptyPath(path: string): Promise<void> {
+  const st = await lstat(path).catch(() => null);
+  if (!st) return;
+  if (!st.isDirectory()) return rm(path, { force: true });
+  for (const name of await readdir(path))
+    await rm(join(path, name), { recursive: true, force: true });
 }

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { isMounted, unmountTree } from '../../src/storage/mounts';
@@ -65,6 +74,20 @@ describe('volume pool (real mounts)', () => {
     writeFileSync(join(vols.data('vol_c'), 'row'), 'copied');
     await vols.clone('vol_c', 'vol_d');
     assert.equal(readFileSync(join(vols.data('vol_d'), 'row'), 'utf8'), 'copied');
+
+    // A copy with paths emptied: a file removed, a directory's entries removed, a missing path fine.
+    mkdirSync(join(vols.data('vol_c'), 'outbox', 'sub'), { recursive: true });
+    writeFileSync(join(vols.data('vol_c'), 'outbox', 'seg'), 'x');
+    writeFileSync(join(vols.data('vol_c'), 'lock'), 'x');
+    await vols.clone('vol_c', 'vol_e', { clear: ['lock', 'outbox', 'missing/file'] });
+    assert.deepEqual(readdirSync(vols.data('vol_e')).sort(), ['outbox', 'row']);
+    assert.deepEqual(readdirSync(join(vols.data('vol_e'), 'outbox')), []);
+    assert.deepEqual(readdirSync(join(vols.data('vol_c'), 'outbox')).sort(), ['seg', 'sub']);
+    for (const bad of ['../vol_c/data/row', '/etc/passwd', '', '.', 'a/../../x'])
+      await assert.rejects(vols.clone('vol_c', 'vol_f', { clear: [bad] }), {
+        code: 'INVALID_REQUEST',
+      });
+    assert.equal(existsSync(join(legacy, 'vol_f')), false, 'a refused clone leaves nothing');
     await vols.unmountAll();
   });
 });

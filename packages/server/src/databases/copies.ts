@@ -100,7 +100,6 @@ export class DatabaseCopies {
         memoryMb: parent.memory_mb,
       });
       rec.sandbox_id = sbx.id;
-      await p.forgetOrigin(sbx.id);
       await sbx.pg.configureAndStart({
         archiveTimeoutSeconds: rec.archive_timeout_seconds,
         password: rec.password,

@@ -4,6 +4,7 @@
  * its own work on failure, so a failed create, branch or restore leaves
  * nothing behind.
  */
+import { posix } from 'node:path';
 import { newId, type HostApi } from '@warren/protocol';
 import type { SandboxCreator } from '../sandboxes/create';
 import type { SandboxLifecycle } from '../sandboxes/lifecycle';
@@ -11,6 +12,11 @@ import type { DatabaseRecord } from '../store/databases';
 import { DB_TEMPLATE, GuestPostgres, PG_DATA, PG_MOUNT, PG_OUTBOX, PG_STAGING } from './postgres';
 import { RESTORE_BASE_NAME, RESTORE_WAL_NAME, SEED_DIR, SEEDED_DATA } from './postgres/layout';
 import type { HostService } from '../hosts/service';
+
+/** In a copy of a running database's volume, what belongs to the original (relative to PG_MOUNT). */
+const ORIGIN_FILES = [`${PG_DATA}/postmaster.pid`, PG_OUTBOX, PG_STAGING].map((p) =>
+  posix.relative(PG_MOUNT, p),
+);
 
 export interface Sizing {
   cpu?: number;
@@ -67,9 +73,14 @@ export class DatabaseProvisioner {
   }
 
   /** A new volume that is a crash-consistent copy of another, taken while it is in use. */
+  /**
+   * A copy of a running database's volume (a branch) without what belongs to
+   * the original: its lock file, WAL waiting for its archive, staging. The
+   * host empties them before any sandbox sees the copy.
+   */
   async cloneVolume(from: string): Promise<string> {
     const id = newId('volume');
-    await this.host.volumes.clone(from, id);
+    await this.host.volumes.clone(from, id, { clear: ORIGIN_FILES });
     return id;
   }
 
@@ -97,21 +108,6 @@ export class DatabaseProvisioner {
 
   postgres(sandboxId: string): GuestPostgres {
     return new GuestPostgres(this.host, sandboxId);
-  }
-
-  /**
-   * A copied data directory (a branch) was running when copied: drop what
-   * belongs to the original (its lock file, WAL waiting for its archive,
-   * staging) so it starts as a server of its own.
-   */
-  async forgetOrigin(sandboxId: string): Promise<void> {
-    const files = this.host.files;
-    await this.removeLock(sandboxId);
-    for (const dir of [PG_OUTBOX, PG_STAGING]) {
-      const list = await files.list(sandboxId, dir).catch(() => ({ items: [] }));
-      for (const f of list.items)
-        await files.remove(sandboxId, `${dir}/${f.name}`, true).catch(() => undefined);
-    }
   }
 
   /**

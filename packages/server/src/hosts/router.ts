@@ -323,10 +323,10 @@ export class HostRouter implements HostApi {
     },
     usedBytes: async (id) => (await this.ofVolume(id)).volumes.usedBytes(id),
     mount: async (id) => (await this.ofVolume(id)).volumes.mount(id),
-    clone: async (from, to) => {
+    clone: async (from, to, o) => {
       const host = await this.ofVolume(from);
       this.volumeHosts.set(to, host.id);
-      await host.volumes.clone(from, to);
+      await host.volumes.clone(from, to, o);
     },
   };
 
