@@ -123,7 +123,7 @@ export class HostVolumes {
         this.cloneMode,
       );
       await mountImage(join(dir, 'volume.img'), join(dir, 'mnt'));
-      for (const p of clear) await emptyPath(join(this.data(to), p));
+      for (const p of clear) await emptyPath(this.data(to), p);
     } catch (err) {
       await this.remove(to);
       throw err;
@@ -193,8 +193,16 @@ function insideData(p: string): string {
   return n;
 }
 
-/** Removes a file, or the entries of a directory; nothing there is fine. Symbolic links are not followed. */
-async function emptyPath(path: string): Promise<void> {
+/**
+ * Removes `rel` below `root` if a file, its entries if a directory; nothing
+ * there is fine. The volume's contents are the sandbox's: a symbolic link on
+ * the way is not followed out of `root`, and one at the end is removed itself.
+ */
+async function emptyPath(root: string, rel: string): Promise<void> {
+  const realRoot = await realpath(root);
+  const parent = await realpath(dirname(join(root, rel))).catch(() => null);
+  if (!parent || (parent !== realRoot && !parent.startsWith(`${realRoot}/`))) return;
+  const path = join(parent, posix.basename(rel));
   const st = await lstat(path).catch(() => null);
   if (!st) return;
   if (!st.isDirectory()) return rm(path, { force: true });

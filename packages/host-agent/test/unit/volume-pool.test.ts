@@ -8,6 +8,7 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -79,7 +80,17 @@ describe('volume pool (real mounts)', () => {
     mkdirSync(join(vols.data('vol_c'), 'outbox', 'sub'), { recursive: true });
     writeFileSync(join(vols.data('vol_c'), 'outbox', 'seg'), 'x');
     writeFileSync(join(vols.data('vol_c'), 'lock'), 'x');
-    await vols.clone('vol_c', 'vol_e', { clear: ['lock', 'outbox', 'missing/file'] });
+    // A link on the way out of the volume is not followed: what it points at stays.
+    const outside = join(home, 'outside');
+    mkdirSync(outside);
+    writeFileSync(join(outside, 'victim'), 'kept');
+    symlinkSync(outside, join(vols.data('vol_c'), 'link'));
+    await vols.clone('vol_c', 'vol_e', {
+      clear: ['lock', 'outbox', 'missing/file', 'link/victim'],
+    });
+    assert.equal(readFileSync(join(outside, 'victim'), 'utf8'), 'kept');
+    rmSync(join(vols.data('vol_c'), 'link'));
+    rmSync(join(vols.data('vol_e'), 'link'));
     assert.deepEqual(readdirSync(vols.data('vol_e')).sort(), ['outbox', 'row']);
     assert.deepEqual(readdirSync(join(vols.data('vol_e'), 'outbox')), []);
     assert.deepEqual(readdirSync(join(vols.data('vol_c'), 'outbox')).sort(), ['seg', 'sub']);
