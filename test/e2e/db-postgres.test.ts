@@ -9,7 +9,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Duplex, Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
@@ -26,57 +26,10 @@ import {
   PG_PORT,
   PG_STAGING,
 } from '../../packages/server/src/databases/postgres';
+import { connected } from '../../packages/server/src/databases/postgres/client';
 import { SEED_DIR } from '../../packages/server/src/databases/postgres/layout';
 import { RUNSC, TEMPLATES_DIR, unmountBelow } from '../fixture';
 import { waitFor } from '../wait';
-
-/**
- * pg's `stream` must be a socket-like object it can `connect()` at once; the
- * port connection of HostApi comes asynchronously, so this stands in for it.
- */
-class PortStream extends Duplex {
-  private inner: Duplex | null = null;
-  constructor(private readonly open: () => Promise<Duplex>) {
-    super();
-  }
-  setNoDelay() {
-    return this;
-  }
-  setKeepAlive() {
-    return this;
-  }
-  connect() {
-    this.open().then(
-      (s) => {
-        this.inner = s;
-        s.on('data', (d: Buffer) => {
-          if (!this.push(d)) s.pause();
-        });
-        s.on('end', () => this.push(null));
-        s.on('error', (err) => this.destroy(err));
-        s.on('close', () => this.destroy());
-        this.emit('connect');
-      },
-      (err: Error) => this.destroy(err),
-    );
-    return this;
-  }
-  override _read() {
-    this.inner?.resume();
-  }
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void) {
-    if (!this.inner) return cb(new Error('not connected'));
-    this.inner.write(chunk, cb);
-  }
-  override _final(cb: () => void) {
-    this.inner?.end();
-    cb();
-  }
-  override _destroy(err: Error | null, cb: (err?: Error | null) => void) {
-    this.inner?.destroy();
-    cb(err);
-  }
-}
 
 /** The host's side of archiving: takes every finished file out of a sandbox's outbox. */
 class Outbox {
@@ -181,11 +134,12 @@ describe('managed PostgreSQL in a sandbox (real gVisor)', { timeout: 600_000 }, 
   }
 
   async function connect(port: number, pass = password, sandbox = id): Promise<pg.Client> {
+    const stream = connected(await host.sandboxes.openPort(sandbox, port));
     const client = new pg.Client({
       user: 'app',
       database: 'app',
       password: pass,
-      stream: () => new PortStream(() => host.sandboxes.openPort(sandbox, port)),
+      stream: () => stream,
     });
     client.on('error', () => undefined);
     clients.push(client);

@@ -72,7 +72,6 @@ export class DatabaseProvisioner {
     return (await this.hosts.queries.list()).filter((h) => h.state === 'lost').map((h) => h.id);
   }
 
-  /** A new volume that is a crash-consistent copy of another, taken while it is in use. */
   /**
    * A copy of a running database's volume (a branch) without what belongs to
    * the original: its lock file, WAL waiting for its archive, staging. The

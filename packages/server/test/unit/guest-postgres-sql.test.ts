@@ -13,7 +13,7 @@ import {
   type HostApi,
 } from '@warren/protocol';
 import { GuestPostgres } from '../../src/databases/postgres';
-import { PG_SOCKET } from '../../src/databases/postgres/client';
+import { PG_SOCKET } from '../../src/databases/postgres/layout';
 import { FakePostgres } from './fake-postgres';
 
 function fakeHost(openPort: HostApi['sandboxes']['openPort']) {

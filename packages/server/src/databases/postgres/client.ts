@@ -9,10 +9,7 @@
 import { WarrenError, type HostApi } from '@warren/protocol';
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
-import { PG_PORT, SOCKET_DIR } from './layout';
-
-/** The server's Unix socket in the sandbox. */
-export const PG_SOCKET = `${SOCKET_DIR}/.s.PGSQL.${PG_PORT}`;
+import { PG_SOCKET } from './layout';
 
 /** Values as the server sends them (text), as psql prints them. */
 const TEXT = { getTypeParser: () => (value: string) => value };
@@ -21,7 +18,7 @@ const TEXT = { getTypeParser: () => (value: string) => value };
  * node-postgres connects the stream it is given: this one is connected
  * already, so its connect() only says so.
  */
-function connected(stream: Duplex): Duplex {
+export function connected(stream: Duplex): Duplex {
   return Object.assign(stream, {
     setNoDelay: () => stream,
     connect: () => {

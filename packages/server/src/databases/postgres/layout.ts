@@ -32,6 +32,8 @@ export const ARCHIVE_STOP = `${PG_MOUNT}/archive-stop`;
 // Made by the template's root build (host-agent/src/templates/postgres-root.ts).
 export { ARCHIVE_SCRIPT, NAP_FIFO, PG_BIN, SEED_DIR } from '@warren/host-agent';
 export const SOCKET_DIR = '/var/run/postgresql';
+/** The server's own socket there: local clients are trusted (the platform's SQL, see client.ts). */
+export const PG_SOCKET = `${SOCKET_DIR}/.s.PGSQL.${PG_PORT}`;
 /**
  * A second socket of the server, for the front door only: connections come
  * in by descriptor, and the server reads and writes the host socket itself

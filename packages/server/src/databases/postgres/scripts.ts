@@ -254,8 +254,8 @@ tar -xzOf "$dir/base.tar.gz" --occurrence=1 backup_label
 
 /**
  * As postgres: $1 base.tar.gz, $2 warren.conf, $3 pg_hba.conf, $4 the recovery
- * settings. Unpacks into an empty data
- * directory (through another name) with recovery.signal; start() recovers.
+ * settings. Unpacks into an empty data directory (through another name) with
+ * recovery.signal; start() recovers.
  */
 export const RESTORE = `set -eu
 ${COMMON}
