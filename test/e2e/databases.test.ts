@@ -91,6 +91,43 @@ describe(
       assert.notEqual(bad.code, 0);
     });
 
+    it("shows the server's own log and the database's events, by API and CLI", async () => {
+      const wrong = db.connection_url.replace(`:${db.password}@`, ':still-not-it@');
+      assert.equal(await connectError(p, wrong), '28P01');
+      // A reload (the platform's after a restore, a move or a settings change) logs no
+      // complaint about Warren's own settings file.
+      await p.context.databases.service.provisioner
+        .postgres(db.sandbox_id)
+        .sql('select pg_reload_conf()');
+      const logs = async (lines: number) =>
+        (await p.json<{ lines: string[] }>(`/v1/databases/${db.id}/logs?lines=${lines}`)).lines;
+      const lines = await waitFor(
+        async () => {
+          const l = await logs(400);
+          return l.some((x) => x.includes('received SIGHUP')) ? l : null;
+        },
+        { what: 'the reload in the server log' },
+      );
+      assert.ok(
+        lines.some((l) => /password authentication failed for user "app"/.test(l)),
+        lines.join('\n'),
+      );
+      const complaints = lines.filter((l) =>
+        /contains errors|skipping missing|cannot be changed/.test(l),
+      );
+      assert.deepEqual(complaints, []);
+      assert.equal((await logs(3)).length, 3);
+      const bad = await p.api(`/v1/databases/${db.id}/logs?lines=0`);
+      assert.equal(bad.status, 400);
+
+      const cli = await runCli(p, ['db', 'logs', db.id, '-n', '5']);
+      assert.equal(cli.code, 0, cli.stderr);
+      assert.equal(cli.stdout.trimEnd().split('\n').length, 5);
+      const events = await runCli(p, ['db', 'events', db.id]);
+      assert.equal(events.code, 0, events.stderr);
+      assert.match(events.stdout, /\bready\s+accepting connections/);
+    });
+
     it('hands front-door connections to PostgreSQL itself, as loopback TCP clients (SCRAM, not trust)', async () => {
       // The server took the host connection by descriptor (guest-agent/native/handoff.c):
       // port 0 is the address the handoff gives; a relayed connection has a real port.

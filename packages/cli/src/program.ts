@@ -31,6 +31,7 @@ import { register as keyLs } from './commands/key/ls';
 import { register as keyRevoke } from './commands/key/revoke';
 import { register as auditLs } from './commands/audit/ls';
 import { register as quotas } from './commands/quota/quotas';
+import { register as dbHistory } from './commands/db/history';
 import { register as dbManage } from './commands/db/manage';
 import { register as dbPsql } from './commands/db/psql';
 import { formatError, type Io } from './io';
@@ -80,6 +81,7 @@ export function createProgram(io: Io): Command {
   const db = program.command('db').alias('database').description('manage PostgreSQL databases');
   dbManage(db, io);
   dbPsql(db, io);
+  dbHistory(db, io);
   auditLs(program, io);
 
   up(program, io);

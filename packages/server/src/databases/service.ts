@@ -297,7 +297,10 @@ export class DatabaseService {
     const db = await this.ready(orgId, id);
     const out = await this.provisioner
       .postgres(db.sandbox_id)
-      .shell(`tail -q -n ${lines} ${PG_DATA}/log/*.log 2>/dev/null | tail -n ${lines}`);
+      // Oldest file first (startup.log holds what came before the log collector).
+      .shell(
+        `{ cd ${PG_DATA}/log && tail -q -n ${lines} $(ls -tr -- *.log); } 2>/dev/null | tail -n ${lines}`,
+      );
     return out.split('\n').filter((l) => l !== '');
   }
 

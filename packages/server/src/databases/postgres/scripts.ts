@@ -163,6 +163,8 @@ if [ -f ${GUEST_HANDOFF_LIBRARY} ]; then
 fi
 if [ -z "\${server:-}" ]; then
   [ -d "$D/log" ] || mkdir -p "$D/log"
+  # Included by warren.conf: PostgreSQL logs a missing include at every reload.
+  [ -e "$D/${RECOVERY_CONF}" ] || : >"$D/${RECOVERY_CONF}"
   # In a session of its own, as pg_ctl does: it outlives this script.
   setsid "$B/postgres" -D "$D" -c "unix_socket_directories=$sockets" \
     </dev/null >"$D/log/startup.log" 2>&1 &
@@ -191,8 +193,9 @@ until [ "$("$B/psql" -X -At -h "$S" -d postgres -c 'select pg_is_in_recovery()' 
   [ "$SECONDS" -lt "$1" ] || fail "postgres was not out of recovery within $1 s"
   nap 0.1
 done
-if [ -f "$D/${RECOVERY_CONF}" ] && [ ! -f "$D/recovery.signal" ]; then
-  rm -f "$D/${RECOVERY_CONF}"
+# A restore's recovery settings are emptied once it is over.
+if [ -s "$D/${RECOVERY_CONF}" ] && [ ! -f "$D/recovery.signal" ]; then
+  : >"$D/${RECOVERY_CONF}"
   "$B/pg_ctl" reload -D "$D" -s
 fi
 until : 2>/dev/null <>/dev/tcp/127.0.0.1/${PGBOUNCER_PORT}; do

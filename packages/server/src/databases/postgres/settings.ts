@@ -21,7 +21,9 @@ export function warrenConf(o: { archiveTimeoutSeconds: number }): string {
   const settings: Array<[string, string | number]> = [
     ['listen_addresses', `'127.0.0.1,::1'`],
     ['port', PG_PORT],
-    ['unix_socket_directories', `'${SOCKET_DIR}'`],
+    // unix_socket_directories is not here: the START script gives it on the command
+    // line (with the handoff directory where the guest has one), and a different
+    // value here would log "contains errors" at every reload.
     ['max_connections', 100],
     ['superuser_reserved_connections', 3],
     ['shared_buffers', `'128MB'`],
@@ -55,6 +57,7 @@ export function warrenConf(o: { archiveTimeoutSeconds: number }): string {
     '# Written by Warren before every start: edits here are lost. Settings made',
     '# with ALTER SYSTEM (postgresql.auto.conf) still come after these.',
     ...settings.map(([k, v]) => `${k} = ${v}`),
+    // Empty but for a restore's recovery settings (a missing file is logged at every reload).
     `include_if_exists = '${RECOVERY_CONF}'`,
     '',
   ].join('\n');
