@@ -81,6 +81,8 @@ export async function start(home: string, overrides: Partial<StartOptions> = {})
     logger: false,
     destroyOnClose: true,
     onProgress: () => undefined,
+    // A free port for the database front door: files run side by side.
+    dbPort: 0,
     ...overrides,
   });
   const api: Fx['api'] = (path, init = {}) =>
