@@ -160,24 +160,25 @@ describe('database archive, restores and branches (real gVisor)', { timeout: 900
 
   it('is branched, restored and shown by the CLI (warren db branch, restore, get)', async () => {
     await firstBaseBackup(p, db);
-    const branched = await runCli(p, ['db', 'branch', db.id, '--label', 'cli-branch', '--json']);
-    assert.equal(branched.code, 0, branched.stderr);
-    const branch = JSON.parse(branched.stdout) as Database;
-    made.push(branch.id);
-    assert.equal(branch.parent_id, db.id);
-    assert.equal(branch.label, 'cli-branch');
+    // `warren db branch|restore <id> --label <label> --json`: the new copy of db, printed.
+    const copyBy = async (command: string, label: string) => {
+      const out = await runCli(p, ['db', command, db.id, '--label', label, '--json']);
+      assert.equal(out.code, 0, out.stderr);
+      const created = JSON.parse(out.stdout) as Database;
+      made.push(created.id);
+      assert.equal(created.parent_id, db.id);
+      assert.equal(created.label, label);
+      return created;
+    };
     const count = (d: Database) =>
       withClient(p, d.connection_url, async (c) => {
         return (await c.query('SELECT count(*)::int AS n FROM items')).rows[0].n as number;
       });
+    const branch = await copyBy('branch', 'cli-branch');
     assert.equal(await count(branch), await count(db));
 
     await archiveNow(p, db);
-    const restored = await runCli(p, ['db', 'restore', db.id, '--label', 'cli-restore', '--json']);
-    assert.equal(restored.code, 0, restored.stderr);
-    const copy = JSON.parse(restored.stdout) as Database;
-    made.push(copy.id);
-    assert.equal(copy.parent_id, db.id);
+    const copy = await copyBy('restore', 'cli-restore');
     assert.equal(await count(copy), await count(db));
 
     const shown = await runCli(p, ['db', 'get', copy.id]);

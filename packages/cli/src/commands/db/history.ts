@@ -3,6 +3,7 @@ import { Database } from '@warren/sdk';
 import type { Command } from 'commander';
 import { parsePositiveInt } from '../../args';
 import { connection } from '../../connection';
+import { table } from '../../format';
 import type { Io } from '../../io';
 
 export function register(db: Command, io: Io): void {
@@ -13,7 +14,12 @@ export function register(db: Command, io: Io): void {
     .action(async (id: string, o: { json?: boolean }, cmd: Command) => {
       const items = await Database.events(id, connection(cmd));
       if (o.json) return void io.stdout.write(`${JSON.stringify(items, null, 2)}\n`);
-      for (const e of items) io.stdout.write(`${e.at}  ${e.kind.padEnd(10)}  ${e.message}\n`);
+      io.stdout.write(
+        table(
+          ['WHEN', 'KIND', 'MESSAGE'],
+          items.map((e) => [e.at, e.kind, e.message]),
+        ),
+      );
     });
 
   db.command('logs')
