@@ -32,8 +32,12 @@ export const SEED_DIR = '/usr/local/share/warren-pg/seed';
 export const NAP_FIFO = '/usr/local/share/warren-pg/nap';
 export const ARCHIVE_SCRIPT = '/usr/local/bin/warren-pg-archive';
 
-/** Runs a command on the host; throws with its output when it fails. */
-function run(cmd: string, args: string[], o: { stdin?: string } = {}): Promise<string> {
+/**
+ * Runs a command on the host with `o.stdin` as its input; throws with its
+ * output when it fails. A command that exits without reading its input (as
+ * mkfifo does) fails or not by its exit code, never by an EPIPE.
+ */
+export function run(cmd: string, args: string[], o: { stdin?: string } = {}): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, {
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -55,6 +59,7 @@ function run(cmd: string, args: string[], o: { stdin?: string } = {}): Promise<s
             ),
           ),
     );
+    child.stdin.on('error', () => undefined); // EPIPE: the exit code tells
     child.stdin.end(o.stdin ?? '');
   });
 }
