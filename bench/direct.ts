@@ -63,6 +63,8 @@ export class Direct {
       volumesDir: join(workDir, 'volumes'),
     };
     const started = now();
+    // The driver restores without a CPU quota, as Warren's creates do; the direct side stays
+    // unlimited through its exec too (Warren holds its sandbox to `cpu` before the first exec).
     await this.driver.restore(spec, image ?? t.snapshot);
     await this.runsc(['exec', id, 'true']);
     return [now() - started, id];

@@ -207,6 +207,14 @@ export function runConformance(name: DriverName, opts: ConformanceOptions = {}):
         assert.equal(hb.sandbox_id, b.id);
         const listed = await s.driver.list();
         assert.ok(listed.includes(a.id) && listed.includes(b.id), `list(): ${listed.join(',')}`);
+        // A restore runs without its CPU quota until the caller sets it; a sandbox not running
+        // cannot be held to one.
+        await s.driver.limitCpu(a.id, 0.5);
+        assert.equal((await health(a)).sandbox_id, a.id);
+        await assert.rejects(
+          s.driver.limitCpu(s.unusedId(), 1),
+          (e: unknown) => e instanceof WarrenError && e.code === 'RUNTIME_ERROR',
+        );
       }),
     );
 

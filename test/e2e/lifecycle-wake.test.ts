@@ -3,7 +3,8 @@
  * the runtime still removes the one hibernated: repeatedly, with files and
  * processes kept, and with nothing of the old containers left afterwards
  * (runsc state, cgroups, mounts), also when the sandbox is deleted while
- * those removals are still running.
+ * those removals are still running. A create and a wake restore with every
+ * CPU and then hold the sandbox to its `cpu`.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -99,6 +100,31 @@ describe('wake right after hibernate (real gVisor)', () => {
     assert.deepEqual(cgroupsOf(id), []);
     assert.deepEqual(mountsOf(id), []);
     assert.ok(!existsSync(join(p.home, 'sandboxes', id)), 'its directory is gone');
+  });
+
+  it('a create and a wake restore with every CPU, then hold the sandbox to its cpu', async () => {
+    /** The CFS quota of the sandbox's current container, per 100 ms period (-1: none). */
+    const quotaOf = (id: string) => {
+      const container = (
+        JSON.parse(readFileSync(join(p.home, 'sandboxes', id, 'spec.json'), 'utf8')) as {
+          id: string;
+        }
+      ).id;
+      const v1 = join('/sys/fs/cgroup/cpu', container, 'cpu.cfs_quota_us');
+      if (existsSync(v1)) return Number(readFileSync(v1, 'utf8'));
+      const [quota] = readFileSync(join('/sys/fs/cgroup', container, 'cpu.max'), 'utf8').split(' ');
+      return quota === 'max' ? -1 : Number(quota);
+    };
+    const two = await createSandbox(p, { template: 'base', cpu: 2 });
+    made.push(two);
+    const one = await createSandbox(p, { template: 'base', cpu: 1 });
+    made.push(one);
+    assert.equal(quotaOf(two), 200_000, 'two CPUs after the create');
+    assert.equal(quotaOf(one), 100_000, 'one CPU after the create');
+    await act(two, 'hibernate');
+    await act(two, 'wake');
+    assert.equal(quotaOf(two), 200_000, 'two CPUs after the wake');
+    assert.equal((await exec(p, two, { cmd: 'true' })).exit_code, 0);
   });
 
   it('a delete of a just-woken sandbox removes the new container and the old one', async () => {

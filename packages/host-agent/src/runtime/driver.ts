@@ -66,8 +66,16 @@ export interface RuntimeDriver {
   version(): Promise<string>;
   /** Cold-boots a sandbox (used to bake template snapshots). */
   boot(spec: SandboxSpec): Promise<void>;
-  /** Starts a sandbox from a checkpoint image; the spec's mounts must match the image's. */
+  /**
+   * Starts a sandbox from a checkpoint image; the spec's mounts must match the
+   * image's. It runs without the spec's CPU quota: a restore is the runtime's
+   * work for the whole sandbox, more than one CPU's worth. The caller holds
+   * it to spec.cpu with limitCpu once the guest agent has answered, before
+   * any user request reaches it.
+   */
   restore(spec: SandboxSpec, imageDir: string): Promise<void>;
+  /** Holds a running sandbox to `cpu` CPUs (a CFS quota); throws RUNTIME_ERROR when it cannot. */
+  limitCpu(id: string, cpu: number): Promise<void>;
   /**
    * Saves the sandbox into imageDir. The sandbox is stopped afterwards, unless
    * leaveRunning: then it goes on running (a capture for snapshots and forks).

@@ -197,6 +197,8 @@ async function restore(
   await ctx.driver.restore(spec, source.image);
   phases.mark('restored');
   await channel.waitReady(ctx.readyTimeoutMs);
+  // Restored with every CPU (see RuntimeDriver.restore); held to its size before anyone uses it.
+  await ctx.driver.limitCpu(req.id, size.cpu);
   phases.mark('ready');
   phases.connectedAt = channel.connectedAt;
   if (storage.volumes.length > 0) {

@@ -139,6 +139,7 @@ export async function wakeSandbox(
     undo.push(() => ctx.driver.destroy(woken.id));
     await ctx.driver.restore(woken, image);
     await channel.waitReady(ctx.readyTimeoutMs);
+    await ctx.driver.limitCpu(woken.id, woken.cpu); // restored with every CPU, as a create
     ctx.registry.add({
       id,
       containerId: woken.id,

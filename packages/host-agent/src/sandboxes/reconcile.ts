@@ -14,11 +14,14 @@ import { runtimeKey } from './registry';
 import { ownerOf } from './runtime-ids';
 import { readSpec } from './state-files';
 
-/** The runtime container a sandbox runs in, as its last create or wake recorded it. */
-async function containerOf(ctx: HostContext, id: string): Promise<string> {
+/** The runtime container a sandbox runs in and its CPUs, as its last create or wake recorded them. */
+async function containerOf(
+  ctx: HostContext,
+  id: string,
+): Promise<{ containerId: string; cpu?: number }> {
   return readSpec(join(ctx.sandboxesDir, id)).then(
-    (s) => s.id,
-    () => id,
+    (s) => ({ containerId: s.id, cpu: s.cpu }),
+    () => ({ containerId: id }),
   );
 }
 
@@ -34,7 +37,7 @@ export async function reconcile(
   const lost: string[] = [];
   const kept = new Set<string>();
   for (const sbx of expected) {
-    const containerId = await containerOf(ctx, sbx.id);
+    const { containerId, cpu } = await containerOf(ctx, sbx.id);
     if (!running.has(containerId)) {
       lost.push(sbx.id);
       await destroySandbox(ctx, sbx.id);
@@ -52,6 +55,8 @@ export async function reconcile(
       workDir,
       paused: sbx.paused === true,
     });
+    // A restart between a restore and its limitCpu left the sandbox without its quota.
+    if (cpu !== undefined) await ctx.driver.limitCpu(containerId, cpu).catch(() => undefined);
     // A paused agent cannot dial; it will when resumed.
     if (sbx.paused) continue;
     try {

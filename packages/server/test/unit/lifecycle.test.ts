@@ -128,6 +128,42 @@ describe('admission, failure and TTL (fake driver)', () => {
     }
   });
 
+  it('a restored sandbox is held to its cpu; a failure to hold it undoes the create', async () => {
+    await fx.p.host.settle();
+    const held = await fx.create({ cpu: 2, memory_mb: 256 });
+    try {
+      assert.equal(fx.driver.cpuLimits.get(held.id), 2);
+      const ops = fx.driver.calls.filter((c) => c.id === held.id).map((c) => c.op);
+      assert.deepEqual(ops.slice(0, 2), ['restore', 'limitCpu'], 'limited after the restore');
+    } finally {
+      await fx.json(`/v1/sandboxes/${held.id}`, { method: 'DELETE' });
+    }
+    await fx.p.host.settle();
+
+    const rows = await fx.rowIds();
+    const dirs = fx.dirs();
+    const reserved = await fx.reservedMb();
+    const calls = fx.driver.calls.length;
+    fx.driver.failNext('limitCpu');
+    const err = await errorOf(
+      await fx.api('/v1/sandboxes', { method: 'POST', json: { template: TEMPLATE, cpu: 1 } }),
+    );
+    assert.equal(err.status, 500);
+    assert.equal(err.code, 'RUNTIME_ERROR');
+    assert.match(err.message, /injected limitCpu failure/);
+    const made = fx.driver.calls.slice(calls);
+    const limited = made.find((c) => c.op === 'limitCpu');
+    assert.ok(limited, `calls: ${JSON.stringify(made)}`);
+    assert.ok(
+      made.some((c) => c.op === 'destroy' && c.id === limited.id),
+      'runtime cleanup',
+    );
+    assert.ok(!(await fx.driver.list()).includes(limited.id));
+    assert.deepEqual(await fx.rowIds(), rows, 'no store row');
+    assert.deepEqual(fx.dirs(), dirs, 'no directory');
+    assert.equal(await fx.reservedMb(), reserved, 'reservation released');
+  });
+
   it('TTL: an idle sandbox expires at the sweep; activity pushes expires_at forward', async () => {
     const idle = await fx.create({ ttl_seconds: 1 });
     const busy = await fx.create({ ttl_seconds: 1 });

@@ -13,7 +13,7 @@ import { UnixEndpoint } from '../unix-endpoint';
 
 const AGENT_ENTRY = fileURLToPath(new URL('../../../../guest-agent/src/main.ts', import.meta.url));
 
-type Operation = 'boot' | 'restore' | 'checkpoint' | 'destroy';
+type Operation = 'boot' | 'restore' | 'limitCpu' | 'checkpoint' | 'destroy';
 
 export class FakeDriver implements RuntimeDriver {
   readonly name = 'fake';
@@ -25,6 +25,8 @@ export class FakeDriver implements RuntimeDriver {
     egress: false,
   };
   readonly calls: Array<{ op: string; id: string }> = [];
+  /** The CPU limit each sandbox was last held to (limitCpu). */
+  readonly cpuLimits = new Map<string, number>();
   private readonly running = new Map<string, ChildProcess>();
   private readonly failures = new Map<Operation, string>();
 
@@ -68,6 +70,12 @@ export class FakeDriver implements RuntimeDriver {
     this.check('restore', spec.id);
     void imageDir;
     this.start(spec);
+  }
+
+  async limitCpu(id: string, cpu: number): Promise<void> {
+    this.check('limitCpu', id);
+    if (!this.running.has(id)) throw new WarrenError('RUNTIME_ERROR', `no sandbox ${id} running`);
+    this.cpuLimits.set(id, cpu);
   }
 
   async checkpoint(

@@ -1,7 +1,13 @@
 import { GUEST_AGENT_DIR, GUEST_CHANNEL_DIR, GUEST_VOLUMES_DIR } from '@warren/protocol/guest';
 import type { SandboxSpec } from '../driver';
 
-const CPU_PERIOD_US = 100_000;
+/** The CFS period of a sandbox's CPU quota. */
+export const CPU_PERIOD_US = 100_000;
+
+/** The CFS quota that holds a sandbox to `cpu` CPUs, per CPU_PERIOD_US. */
+export function cpuQuotaUs(cpu: number): number {
+  return Math.round(cpu * CPU_PERIOD_US);
+}
 
 /**
  * Bumped when a change of the driver must reach baked images (capabilities, the
@@ -46,8 +52,12 @@ const AGENT_CAPS = [...USER_CAPS, 'CAP_SYS_ADMIN'];
  */
 const AGENT_NODE_FLAGS = ['--no-memory-reducer'];
 
-/** The OCI runtime spec of one sandbox: the guest agent is its first process. */
-export function ociSpec(spec: SandboxSpec): object {
+/**
+ * The OCI runtime spec of one sandbox: the guest agent is its first process.
+ * With `unlimitedCpu` (restores) the sandbox gets no CPU quota; the driver's
+ * limitCpu sets it afterwards.
+ */
+export function ociSpec(spec: SandboxSpec, o: { unlimitedCpu?: boolean } = {}): object {
   const env = {
     PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
     HOME: '/root',
@@ -141,7 +151,9 @@ export function ociSpec(spec: SandboxSpec): object {
       ],
       resources: {
         memory: { limit: spec.memoryMb * 1024 * 1024 },
-        cpu: { quota: Math.round(spec.cpu * CPU_PERIOD_US), period: CPU_PERIOD_US },
+        cpu: o.unlimitedCpu
+          ? { period: CPU_PERIOD_US }
+          : { quota: cpuQuotaUs(spec.cpu), period: CPU_PERIOD_US },
       },
     },
   };
