@@ -85,39 +85,51 @@ describe('admission, failure and TTL (fake driver)', () => {
     assert.equal(await fx.reservedMb(), 0);
   });
 
-  it('a failed restore is a RUNTIME_ERROR that leaves no row, no directory and no reservation', async () => {
+  /**
+   * A create with the driver's `op` failing once: checks its RUNTIME_ERROR and
+   * that nothing of the sandbox is left (the host agent undid its part, the
+   * runtime destroyed the half-made container). Returns the failed call's id.
+   */
+  const failedCreate = async (
+    op: 'restore' | 'limitCpu',
+    body: Record<string, unknown>,
+  ): Promise<string> => {
     await fx.p.host.settle(); // earlier deletes finish their teardown in the background
     const rows = await fx.rowIds();
     const dirs = fx.dirs();
     const reserved = await fx.reservedMb();
     const calls = fx.driver.calls.length;
 
-    fx.driver.failNext('restore');
+    fx.driver.failNext(op);
     const res = await fx.api('/v1/sandboxes', {
       method: 'POST',
-      json: { template: TEMPLATE, memory_mb: 256 },
+      json: { template: TEMPLATE, ...body },
     });
     const err = await errorOf(res);
     assert.equal(err.status, 500);
     assert.equal(err.code, 'RUNTIME_ERROR');
-    assert.match(err.message, /injected restore failure/);
+    assert.match(err.message, new RegExp(`injected ${op} failure`));
 
-    // The host agent undid its part: the runtime was told to destroy the half-made sandbox.
     const made = fx.driver.calls.slice(calls);
-    const restore = made.find((c) => c.op === 'restore');
-    assert.ok(restore, `calls: ${JSON.stringify(made)}`);
+    const failed = made.find((c) => c.op === op);
+    assert.ok(failed, `calls: ${JSON.stringify(made)}`);
     assert.ok(
-      made.some((c) => c.op === 'destroy' && c.id === restore.id),
+      made.some((c) => c.op === 'destroy' && c.id === failed.id),
       'runtime cleanup',
     );
-    assert.ok(!(await fx.driver.list()).includes(restore.id));
+    assert.ok(!(await fx.driver.list()).includes(failed.id));
 
     assert.deepEqual(await fx.rowIds(), rows, 'no store row');
-    assert.equal((await fx.api(`/v1/sandboxes/${restore.id}`)).status, 404);
+    assert.equal((await fx.api(`/v1/sandboxes/${failed.id}`)).status, 404);
     assert.deepEqual(fx.dirs(), dirs, 'no directory');
-    assert.ok(!existsSync(join(fx.home, 'sandboxes', restore.id)));
+    assert.ok(!existsSync(join(fx.home, 'sandboxes', failed.id)));
     assert.equal(await fx.reservedMb(), reserved, 'reservation released');
+    return failed.id;
+  };
 
+  it('a failed restore is a RUNTIME_ERROR that leaves no row, no directory and no reservation', async () => {
+    await failedCreate('restore', { memory_mb: 256 });
+    const reserved = await fx.reservedMb();
     // The failure was one-shot: the next create works.
     const ok = await fx.create({ memory_mb: 256 });
     try {
@@ -138,30 +150,7 @@ describe('admission, failure and TTL (fake driver)', () => {
     } finally {
       await fx.json(`/v1/sandboxes/${held.id}`, { method: 'DELETE' });
     }
-    await fx.p.host.settle();
-
-    const rows = await fx.rowIds();
-    const dirs = fx.dirs();
-    const reserved = await fx.reservedMb();
-    const calls = fx.driver.calls.length;
-    fx.driver.failNext('limitCpu');
-    const err = await errorOf(
-      await fx.api('/v1/sandboxes', { method: 'POST', json: { template: TEMPLATE, cpu: 1 } }),
-    );
-    assert.equal(err.status, 500);
-    assert.equal(err.code, 'RUNTIME_ERROR');
-    assert.match(err.message, /injected limitCpu failure/);
-    const made = fx.driver.calls.slice(calls);
-    const limited = made.find((c) => c.op === 'limitCpu');
-    assert.ok(limited, `calls: ${JSON.stringify(made)}`);
-    assert.ok(
-      made.some((c) => c.op === 'destroy' && c.id === limited.id),
-      'runtime cleanup',
-    );
-    assert.ok(!(await fx.driver.list()).includes(limited.id));
-    assert.deepEqual(await fx.rowIds(), rows, 'no store row');
-    assert.deepEqual(fx.dirs(), dirs, 'no directory');
-    assert.equal(await fx.reservedMb(), reserved, 'reservation released');
+    await failedCreate('limitCpu', { cpu: 1 });
   });
 
   it('TTL: an idle sandbox expires at the sweep; activity pushes expires_at forward', async () => {
