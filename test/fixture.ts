@@ -4,10 +4,11 @@
  * test cache (.state/templates, built by `npm test`'s setup). Teardown destroys
  * every sandbox, checks runsc holds none, and removes the state directory.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { execFileSync, spawn } from 'node:child_process';
 import { basename, join } from 'node:path';
 import { startPlatform, type Platform, type StartOptions } from '@warren/server';
+import { readSpec } from '../packages/host-agent/src/sandboxes/state-files';
 import { startLocalPostgres, type LocalPostgres } from '../packages/server/src/store/pg-local';
 
 export const REPO = join(import.meta.dirname, '..');
@@ -176,6 +177,28 @@ export async function createSandbox(
 ): Promise<string> {
   const sbx = await p.json<{ id: string }>('/v1/sandboxes', { method: 'POST', json: body });
   return sbx.id;
+}
+
+/** The CPU cgroup file of a sandbox's current runtime container (v1 cfs_quota_us, or v2 cpu.max). */
+async function cpuQuotaFile(home: string, id: string): Promise<{ path: string; v2: boolean }> {
+  const container = (await readSpec(join(home, 'sandboxes', id))).id;
+  const v1 = join('/sys/fs/cgroup/cpu', container, 'cpu.cfs_quota_us');
+  return existsSync(v1)
+    ? { path: v1, v2: false }
+    : { path: join('/sys/fs/cgroup', container, 'cpu.max'), v2: true };
+}
+
+/** The CFS quota of a sandbox, per 100 ms period (-1: none). */
+export async function cpuQuotaOf(home: string, id: string): Promise<number> {
+  const { path, v2 } = await cpuQuotaFile(home, id);
+  const quota = readFileSync(path, 'utf8').trim().split(' ')[0];
+  return v2 && quota === 'max' ? -1 : Number(quota);
+}
+
+/** Takes a sandbox's CFS quota away, as a restore leaves it until the host agent sets it. */
+export async function clearCpuQuota(home: string, id: string): Promise<void> {
+  const { path, v2 } = await cpuQuotaFile(home, id);
+  writeFileSync(path, v2 ? 'max' : '-1');
 }
 
 export async function exec(p: TestPlatform, id: string, body: Record<string, unknown>) {

@@ -11,7 +11,14 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ownerOf } from '../../packages/host-agent/src/sandboxes/runtime-ids';
-import { COUNTER, createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
+import {
+  COUNTER,
+  cpuQuotaOf,
+  createSandbox,
+  exec,
+  startTestPlatform,
+  type TestPlatform,
+} from '../fixture';
 import { waitFor } from '../wait';
 
 const CGROUP_CONTROLLERS = ['memory', 'cpu', 'cpuacct', 'pids', 'freezer'];
@@ -103,27 +110,16 @@ describe('wake right after hibernate (real gVisor)', () => {
   });
 
   it('a create and a wake restore with every CPU, then hold the sandbox to its cpu', async () => {
-    /** The CFS quota of the sandbox's current container, per 100 ms period (-1: none). */
-    const quotaOf = (id: string) => {
-      const container = (
-        JSON.parse(readFileSync(join(p.home, 'sandboxes', id, 'spec.json'), 'utf8')) as {
-          id: string;
-        }
-      ).id;
-      const v1 = join('/sys/fs/cgroup/cpu', container, 'cpu.cfs_quota_us');
-      if (existsSync(v1)) return Number(readFileSync(v1, 'utf8'));
-      const [quota] = readFileSync(join('/sys/fs/cgroup', container, 'cpu.max'), 'utf8').split(' ');
-      return quota === 'max' ? -1 : Number(quota);
-    };
+    const quotaOf = (id: string) => cpuQuotaOf(p.home, id);
     const two = await createSandbox(p, { template: 'base', cpu: 2 });
     made.push(two);
     const one = await createSandbox(p, { template: 'base', cpu: 1 });
     made.push(one);
-    assert.equal(quotaOf(two), 200_000, 'two CPUs after the create');
-    assert.equal(quotaOf(one), 100_000, 'one CPU after the create');
+    assert.equal(await quotaOf(two), 200_000, 'two CPUs after the create');
+    assert.equal(await quotaOf(one), 100_000, 'one CPU after the create');
     await act(two, 'hibernate');
     await act(two, 'wake');
-    assert.equal(quotaOf(two), 200_000, 'two CPUs after the wake');
+    assert.equal(await quotaOf(two), 200_000, 'two CPUs after the wake');
     assert.equal((await exec(p, two, { cmd: 'true' })).exit_code, 0);
   });
 

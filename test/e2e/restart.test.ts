@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { createSandbox, exec, startTestPlatform } from '../fixture';
+import { clearCpuQuota, cpuQuotaOf, createSandbox, exec, startTestPlatform } from '../fixture';
 
 describe('platform restart (real gVisor)', () => {
   it('keeps the admin token, reattaches to running sandboxes and keeps hibernated ones', async () => {
@@ -29,7 +29,7 @@ describe('platform restart (real gVisor)', () => {
           (await first.api(`/v1/sandboxes/${sleeper}/hibernate`, { method: 'POST' })).status,
           200,
         );
-        id = await createSandbox(first, { template: 'base', env: { KEPT: 'yes' } });
+        id = await createSandbox(first, { template: 'base', cpu: 1, env: { KEPT: 'yes' } });
         await first.api(`/v1/sandboxes/${id}/files?path=/root/state.txt`, {
           method: 'PUT',
           body: 'before restart',
@@ -41,9 +41,13 @@ describe('platform restart (real gVisor)', () => {
       } finally {
         await first.close();
       }
+      // As if the host agent had stopped between a restore and holding the sandbox to its cpu.
+      await clearCpuQuota(home, id);
+      assert.equal(await cpuQuotaOf(home, id), -1);
       const second = await startTestPlatform({ home });
       try {
         assert.equal(second.adminToken, token, 'the same token works after a restart');
+        assert.equal(await cpuQuotaOf(home, id), 100_000, 'held to its cpu again');
         const sbx = await second.json(`/v1/sandboxes/${id}`);
         assert.equal(sbx.state, 'running');
         const r = await exec(second, id, {

@@ -88,12 +88,12 @@ describe('admission, failure and TTL (fake driver)', () => {
   /**
    * A create with the driver's `op` failing once: checks its RUNTIME_ERROR and
    * that nothing of the sandbox is left (the host agent undid its part, the
-   * runtime destroyed the half-made container). Returns the failed call's id.
+   * runtime destroyed the half-made container).
    */
   const failedCreate = async (
     op: 'restore' | 'limitCpu',
     body: Record<string, unknown>,
-  ): Promise<string> => {
+  ): Promise<void> => {
     await fx.p.host.settle(); // earlier deletes finish their teardown in the background
     const rows = await fx.rowIds();
     const dirs = fx.dirs();
@@ -124,7 +124,6 @@ describe('admission, failure and TTL (fake driver)', () => {
     assert.deepEqual(fx.dirs(), dirs, 'no directory');
     assert.ok(!existsSync(join(fx.home, 'sandboxes', failed.id)));
     assert.equal(await fx.reservedMb(), reserved, 'reservation released');
-    return failed.id;
   };
 
   it('a failed restore is a RUNTIME_ERROR that leaves no row, no directory and no reservation', async () => {
