@@ -67,6 +67,8 @@ describe('templates from recipes', () => {
           {
             run: 'mkdir -p /srv && echo built > /srv/built.txt && rm /etc/debian_version && mv /etc/issue.net /srv/issue.moved && echo more >> /etc/issue && chmod 600 /etc/login.defs && echo "# old mtime" >> /etc/shells && touch -d @0 /etc/shells',
           },
+          // A process a step leaves behind and a file in /tmp are not part of the template.
+          { run: 'setsid sleep 600 >/dev/null 2>&1 < /dev/null & echo scratch > /tmp/scratch' },
           { copy: { src: 'app.py', dest: '/srv/app.py' } },
           { env: { APP_MODE: 'test' } },
           { workdir: '/srv' },
@@ -84,11 +86,12 @@ describe('templates from recipes', () => {
     const c = await cli(['template', 'build', 'recipe/py-app.json']);
     assert.equal(c.code, 0, c.stderr);
     assert.equal(c.stdout, 'py-app\n');
-    assert.match(c.stderr, /\[step 2\]|step 2\/6: copy: \/srv\/app.py/);
-    // Only what the steps changed is captured: the base root's copy, made on the
-    // host meanwhile, must not make the base's files look changed (ctime).
-    const changed = Number(/(\d+) paths changed/.exec(c.stderr)?.[1]);
-    assert.ok(changed > 0 && changed < 100, `captured ${changed} paths`);
+    assert.match(c.stderr, /step 3\/7: copy: \/srv\/app.py/);
+    // A few changes: the build sandbox itself is the template's image, its
+    // root a copy of the base's (the changes are in the image).
+    assert.match(c.stderr, /MiB of changes: kept in the build sandbox's image/);
+    assert.doesNotMatch(c.stderr, /paths changed/);
+    assert.ok(existsSync(join(templatesDir, 'py-app/rootfs/etc/debian_version')));
     // The build sandbox and the bake's container are gone once the teardowns end.
     await p.host.settle();
     assert.deepEqual(
@@ -111,6 +114,11 @@ describe('templates from recipes', () => {
       (await exec(p, id, { cmd: 'cat', args: ['built.txt', '/tmp/ready'] })).stdout,
       'built\ny',
     );
+    const leftovers = await exec(p, id, {
+      cmd: 'sh',
+      args: ['-c', 'ls -A /tmp; cat /proc/[0-9]*/comm | grep -c "^sleep$"'],
+    });
+    assert.equal(leftovers.stdout, 'ready\n0\n');
     // Deletions, renames and appends to files of the base are in the template...
     const check = await exec(p, id, {
       cmd: 'sh',
@@ -133,6 +141,33 @@ describe('templates from recipes', () => {
     assert.doesNotMatch(readFileSync(join(baseRoot, 'etc/issue'), 'utf8'), /more/);
     // Nothing of the capture is left in the template.
     assert.deepEqual(readdirSync(join(templatesDir, 'py-app/rootfs/tmp')), []);
+    // A recipe on it whose changes are too large for an image captures them into
+    // a root of its own: the base's changes, which are in the base's image, too.
+    const big = await build({
+      name: 'py-app-big',
+      base: 'py-app',
+      steps: [{ run: 'head -c 70000000 /dev/urandom > /srv/big && echo big > /srv/big.txt' }],
+    });
+    assert.equal(big.error, undefined, JSON.stringify(big.error));
+    const logs = big.logs.join('\n');
+    assert.match(logs, /MiB of changes: capturing them into the template's root/);
+    const captured = Number(/(\d+) paths changed/.exec(logs)?.[1]);
+    assert.ok(captured > 2 && captured < 100, `captured ${captured} paths`);
+    assert.ok(!existsSync(join(templatesDir, 'py-app-big/rootfs/etc/debian_version')));
+    const onTop = await createSandbox(p, { template: 'py-app-big' });
+    try {
+      const all = await exec(p, onTop, {
+        cmd: 'sh',
+        args: [
+          '-c',
+          'python3 app.py; cat big.txt built.txt; test -e /etc/debian_version; echo $?; tail -1 /etc/issue; stat -c %a /etc/login.defs; tail -1 /etc/shells; stat -c %s big',
+        ],
+      });
+      assert.equal(all.stdout, '42 test\nbig\nbuilt\n1\nmore\n600\n# old mtime\n70000000\n');
+    } finally {
+      await p.api(`/v1/sandboxes/${onTop}`, { method: 'DELETE' });
+    }
+    assert.equal((await p.api('/v1/templates/py-app-big', { method: 'DELETE' })).status, 204);
     // A rebuild would replace the root the sandbox runs on, and so would a delete.
     const refused = await p.api('/v1/templates/py-app/rebuild', { method: 'POST' });
     assert.equal(refused.status, 409);
@@ -142,6 +177,34 @@ describe('templates from recipes', () => {
     await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
     assert.equal((await cli(['template', 'rm', 'py-app'])).code, 0);
     assert.ok(!existsSync(join(templatesDir, 'py-app')));
+  });
+});
+
+describe('recipes sized above their base', () => {
+  test('are baked from a root of their own, for their own largest size', async () => {
+    const r = await build({
+      name: 'roomy',
+      base: 'base',
+      max_memory_mb: 6144,
+      steps: [{ run: 'echo roomy > /roomy.txt' }],
+    });
+    assert.equal(r.error, undefined, JSON.stringify(r.error));
+    const logs = r.logs.join('\n');
+    assert.match(logs, /sized above base: capturing the changes into a root/);
+    assert.match(logs, /baking snapshot/);
+    const id = await createSandbox(p, { template: 'roomy', memory_mb: 6144 });
+    try {
+      const res = await exec(p, id, {
+        cmd: 'sh',
+        args: ['-c', "cat /roomy.txt; awk '/^MemTotal/ { print int($2 / 1024) }' /proc/meminfo"],
+      });
+      const [text, memMb] = res.stdout.trim().split('\n');
+      assert.equal(text, 'roomy');
+      assert.ok(Number(memMb) > 5000, res.stdout);
+    } finally {
+      await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    }
+    assert.equal((await p.api('/v1/templates/roomy', { method: 'DELETE' })).status, 204);
   });
 });
 
@@ -161,13 +224,19 @@ describe('recipe builds racing a copy of their base', () => {
       r = await build({
         name: 'raced',
         base: 'base',
-        steps: [{ run: 'sleep 2; mkdir -p /srv && echo raced > /srv/raced.txt' }],
+        // Changes too large for the image: captured into the template's root.
+        steps: [
+          {
+            run: 'sleep 2; mkdir -p /srv && echo raced > /srv/raced.txt && head -c 70000000 /dev/urandom > /srv/big',
+          },
+        ],
       });
     } finally {
       copying = false;
       await copies;
     }
     assert.equal(r.error, undefined, JSON.stringify(r.error));
+    assert.match(r.logs.join('\n'), /capturing them into the template's root/);
     const changed = Number(/(\d+) paths changed/.exec(r.logs.join('\n'))?.[1]);
     assert.ok(changed > 0 && changed < 100, `captured ${changed} paths`);
     const id = await createSandbox(p, { template: 'raced' });

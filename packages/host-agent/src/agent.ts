@@ -40,7 +40,7 @@ import { volumeReader } from './archive/volume-read';
 import { createSnapshotStore, type SnapshotStore } from './snapshots';
 import { DiskPool } from './storage/disk-pool';
 import { HostVolumes, plainName, templateSeed } from './storage/host-volumes';
-import { bake } from './templates/bake';
+import { bake, bakeBuildSandbox } from './templates/bake';
 import { DEFAULT_DISK_MB, TemplateCatalog, type TemplateRecord } from './templates/catalog';
 import { ensureGuestBundle, type GuestBundle } from './templates/guest-bundle';
 import { hostTemplateApi } from './templates/template-api';
@@ -184,6 +184,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
     templates: hostTemplateApi(ctx, {
       catalog: ctx.catalog,
       bake: (...args) => bake(ctx, ...args),
+      bakeBuildSandbox: (...args) => bakeBuildSandbox(ctx, ...args),
       startSandbox: async (req) => {
         await create(req);
         return channelOf(req.id);

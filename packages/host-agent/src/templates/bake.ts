@@ -6,8 +6,8 @@
  * or the runtime changed.
  */
 import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm, statfs } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import { GUEST_PATHS, WarrenError } from '@warren/protocol';
 import type { HostContext } from '../context';
 import { GuestChannel } from '../guest/channel';
@@ -15,10 +15,11 @@ import { newDataToken } from '../guest/data-connections';
 import type { SandboxSpec } from '../runtime/driver';
 import { prepareDisk } from '../sandboxes/disk';
 import { runtimeKey } from '../sandboxes/registry';
+import { readSpec } from '../sandboxes/state-files';
 import { officialRecipe, type TemplateRecord } from './catalog';
 import { duBytes } from './disk-usage';
 import type { Progress } from './rootfs';
-import { startAndWaitReady, type BakeOptions } from './start';
+import { runInGuest, startAndWaitReady, type BakeOptions } from './start';
 
 /** A baked image and what it was baked with (recorded in template.json). */
 export interface Baked {
@@ -107,6 +108,93 @@ export async function bake(
     }
   };
   return ctx.registry.holdBake(id, stop, run());
+}
+
+/**
+ * A recipe's root changes up to this size stay in its build sandbox's image:
+ * the template is that sandbox, checkpointed (see bakeBuildSandbox).
+ */
+export const IMAGE_CHANGES_MAX_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The bake of a small recipe: its build sandbox, restored from the base's
+ * image with the steps run in it, becomes the template's image as it is,
+ * without capturing its changes into a root and booting that root again.
+ * What the steps wrote to the root stays in the sandbox's file-backed
+ * overlay, which the checkpoint saves and every create restores, so only a
+ * sandbox whose overlay holds at most IMAGE_CHANGES_MAX_BYTES is baked this
+ * way; null (nothing done) for a larger one, or a driver without that
+ * overlay: the caller captures the changes and bakes the new root instead.
+ *
+ * As in a bake of a root, the copies start with no process but the agent and
+ * the start command, an empty /tmp, and the template's env, workdir and user.
+ */
+export async function bakeBuildSandbox(
+  ctx: HostContext,
+  id: string,
+  /** The size of the root it runs on (the base's, which the new template's root copies). */
+  rootfsBytes: number,
+  imageDir: string,
+  opts: BakeOptions = {},
+): Promise<Baked | null> {
+  const sbx = ctx.registry.live(id);
+  const spec = await readSpec(sbx.workDir);
+  if (!spec.filestoreDir) return null;
+  const changed = await usedBytes(spec.filestoreDir);
+  const mib = (changed / 2 ** 20).toFixed(1);
+  if (changed > IMAGE_CHANGES_MAX_BYTES) {
+    opts.progress?.(`${mib} MiB of changes: capturing them into the template's root`);
+    return null;
+  }
+  opts.progress?.(`${mib} MiB of changes: kept in the build sandbox's image`);
+  const { channel } = sbx;
+  await channel.json({ method: 'POST', path: GUEST_PATHS.reset });
+  const cleared = await runInGuest(channel, {
+    cmd: '/bin/sh',
+    args: ['-c', 'find /tmp -mindepth 1 -delete'],
+  });
+  if (cleared.exitCode !== 0)
+    throw new WarrenError('TEMPLATE_BUILD_FAILED', 'could not empty /tmp of the build sandbox', {
+      output: cleared.tail,
+    });
+  // The defaults every copy starts with, as the hello of a bake gives them.
+  await channel.json({
+    method: 'POST',
+    path: GUEST_PATHS.hello,
+    json: {
+      sandbox_id: id,
+      env: {},
+      defaults: {
+        env: opts.env ?? {},
+        ...(opts.cwd ? { cwd: opts.cwd } : {}),
+        ...(opts.user ? { user: opts.user } : {}),
+      },
+      ...(ctx.egress &&
+        ctx.driver.capabilities.egress && {
+          egress: { token: newDataToken(), ca_pem: ctx.egress.caPem },
+        }),
+    },
+  });
+  await startAndWaitReady(channel, opts);
+  await channel.prepareCheckpoint();
+  await rm(imageDir, { recursive: true, force: true });
+  await ctx.driver.checkpoint(sbx.containerId, imageDir);
+  return {
+    image: imageDir,
+    // The agent in the image is the one the base was baked with.
+    guestKey: basename(spec.guestDir),
+    runtimeVersion: ctx.runtimeVersion,
+    rootfsBytes: rootfsBytes + changed,
+  };
+}
+
+/**
+ * Bytes in use on the file system holding `dir`: the sandbox's own disk, where
+ * gVisor keeps the overlay's filestore as a file it unlinks at once.
+ */
+async function usedBytes(dir: string): Promise<number> {
+  const fs = await statfs(dir);
+  return (fs.blocks - fs.bfree) * fs.bsize;
 }
 
 /**

@@ -98,6 +98,13 @@ export interface BuildHost {
     imageDir: string,
     opts: BakeOptions,
   ): Promise<Baked>;
+  /** The bake of a small recipe: its build sandbox checkpointed as it is (null: too large). */
+  bakeBuildSandbox(
+    id: string,
+    rootfsBytes: number,
+    imageDir: string,
+    opts: BakeOptions,
+  ): Promise<Baked | null>;
   /** Creates a sandbox and returns the channel to its guest agent. */
   startSandbox(req: HostCreateRequest): Promise<GuestChannel>;
   destroySandbox(id: string): Promise<void>;
@@ -151,12 +158,18 @@ export class TemplateBuilder {
       });
       const rootfs = join(dir, 'rootfs');
       await mkdir(rootfs, { mode: 0o755 });
+      const imageDir = join(dir, 'snapshot.tmp');
       let meta: Omit<
         TemplateMeta,
         'name' | 'defaultCpu' | 'defaultMemoryMb' | 'maxCpu' | 'maxMemoryMb'
       >;
+      let baked: Baked | null = null;
       if (base) {
-        meta = await runRecipe(this.host, base, spec, rootfs, progress);
+        // The base's image was baked for its own largest size: a larger one needs a bake.
+        const fits = size.max_cpu <= base.max_cpu && size.max_memory_mb <= base.max_memory_mb;
+        ({ meta, baked } = await runRecipe(this.host, base, spec, rootfs, progress, {
+          imageDir: fits ? imageDir : null,
+        }));
       } else {
         const image = await openImage(
           (spec.image as { path: string }).path,
@@ -177,25 +190,21 @@ export class TemplateBuilder {
           ready: spec.ready ?? null,
         };
       }
-      await prepareRoot(rootfs);
-      // Processes start in the workdir, or /root; an image without /root starts them in /.
-      if (!meta.workdir && !(await lstat(join(rootfs, 'root')).catch(() => null)))
-        meta.workdir = '/';
-      progress('baking snapshot');
-      const baked = await this.host.bake(
-        rootfs,
-        size.max_cpu,
-        size.max_memory_mb,
-        join(dir, 'snapshot.tmp'),
-        {
+      if (!baked) {
+        await prepareRoot(rootfs);
+        // Processes start in the workdir, or /root; an image without /root starts them in /.
+        if (!meta.workdir && !(await lstat(join(rootfs, 'root')).catch(() => null)))
+          meta.workdir = '/';
+        progress('baking snapshot');
+        baked = await this.host.bake(rootfs, size.max_cpu, size.max_memory_mb, imageDir, {
           env: meta.env,
           cwd: meta.workdir,
           user: meta.user,
           start: meta.start,
           ready: meta.ready,
           progress,
-        },
-      );
+        });
+      }
       const { image: img, ...kept } = spec;
       await writeFile(
         join(dir, BUILD_FILE),

@@ -39,6 +39,8 @@ export interface TemplateMeta {
   start?: string[] | null;
   ready?: ReadyProbe | null;
   buildMs?: number;
+  /** See TemplateRecord.changes_since. */
+  changesSince?: number;
 }
 
 /** A built-in template: a Debian root made with debootstrap, then the same bake as any other. */
@@ -168,6 +170,12 @@ export interface TemplateRecord extends Template {
   runtime_version: string;
   /** The image in the shared snapshot store it was fetched from (share.ts). */
   published?: string;
+  /**
+   * Set when the root is a copy of the base's and the image holds what the
+   * recipe's steps (and those of its bases) changed, made since then (ms
+   * since the epoch): a recipe built on it captures those changes too.
+   */
+  changes_since?: number;
 }
 
 /** Whether another process that is still alive is building (its pid recorded at the start). */
@@ -309,6 +317,7 @@ export class TemplateCatalog {
       ...(recipe.base !== undefined && { base: recipe.base }),
       ...(recipe.layers !== undefined && { layers: recipe.layers }),
       ...(recipe.buildMs !== undefined && { build_ms: recipe.buildMs }),
+      ...(recipe.changesSince !== undefined && { changes_since: recipe.changesSince }),
       env: recipe.env ?? {},
       workdir: recipe.workdir ?? null,
       user: recipe.user ?? null,

@@ -2,10 +2,11 @@
  * Captures what a recipe's steps changed in a build sandbox, as a diff
  * against the base template's root, instead of archiving the whole root:
  *
- * 1. Before the steps, a marker file is written into the sandbox's /tmp.
- * 2. After them, one `find / -xdev` pass lists every path of the sandbox's
- *    root file system, and every path changed (`-newer` or `-cnewer`) since
- *    the marker, into two files.
+ * 1. After the steps, a marker file dated to their start (or to the start
+ *    of a base's own, see markBuildStart) is written into the sandbox's /tmp.
+ * 2. One `find / -xdev` pass lists every path of the sandbox's root file
+ *    system, and every path changed (`-newer` or `-cnewer`) since the
+ *    marker, into two files.
  * 3. Changed = changed since the marker, plus paths the base does not have
  *    (a rename keeps its times). Deleted = paths of the base the sandbox no
  *    longer has. A path whose ctime alone is newer (its mtime is not) counts
@@ -15,7 +16,7 @@
  * 4. The sandbox archives only the changed paths (`tar --no-recursion`) and
  *    the archive is streamed out over the agent channel.
  * 5. The new root starts as a hard-link copy of the base's root (`cp -al`,
- *    made on the host while the build sandbox starts, see copyRoot);
+ *    made on the host while the steps run, see copyRoot);
  *    deleted paths are unlinked from the copy, and the archive is applied by
  *    the safe extractor, which always unlinks before it writes, so a file
  *    shared with the base is never written in place.
@@ -42,9 +43,15 @@ const CTIME_ONLY = '/tmp/.warren-ctime-only';
 const LIST = '/tmp/.warren-list';
 const ARCHIVE = '/tmp/.warren-diff.tar';
 
-/** Marks the start of the steps (call before the first step). */
-export async function markBuildStart(channel: GuestChannel): Promise<void> {
-  await channel.upload(MARKER, Readable.from([Buffer.alloc(0)]));
+/**
+ * Marks when the changes to capture began (ms since the epoch, host time,
+ * which is the sandbox's): the start of the steps, or of those of the first
+ * base built by bakeBuildSandbox, whose changes are in its image and not in
+ * its root. In whole seconds, rounded down and one more second back, so a
+ * few paths written as the build sandbox started may count as changed too.
+ */
+export async function markBuildStart(channel: GuestChannel, since: number): Promise<void> {
+  await sh(channel, `touch -d @${Math.floor(since / 1000) - 1} ${MARKER}`, 'touch');
 }
 
 async function download(channel: GuestChannel, path: string): Promise<Buffer> {
@@ -85,9 +92,8 @@ function listTree(root: string): Set<string> {
 
 /**
  * `target` as a hard-link copy of `base` (a full copy across file systems),
- * where captureRecipeRoot applies the changes. Made before the marker: a
- * hard link changes the ctime of the base's files, which `find -cnewer`
- * would then count as changed.
+ * where captureRecipeRoot applies the changes. A hard link changes the ctime
+ * of the base's files, which `find -cnewer` sees: sameAsBase tells them apart.
  */
 export async function copyRoot(base: string, target: string): Promise<void> {
   await rm(target, { recursive: true, force: true });

@@ -1,11 +1,15 @@
 /**
  * Recipe builds: the steps run in a sandbox restored from the base template
- * (so a step sees exactly what a sandbox of the base sees, with no network);
- * then what they changed is captured into the new template's root.
+ * (so a step sees exactly what a sandbox of the base sees, with no network).
+ * Then either that sandbox becomes the template's image as it is, its few
+ * changes kept in the image beside a copy of the base's root
+ * (bakeBuildSandbox), or what the steps changed is captured into the new
+ * template's root, which is then baked.
  */
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { GUEST_PATHS, WarrenError, type RecipeStep } from '@warren/protocol';
+import type { Baked } from './bake';
 import type { BuildHost, BuildProgress, TemplateBuildSpec } from './builder';
 import type { TemplateMeta, TemplateRecord } from './catalog';
 import { captureRecipeRoot, copyRoot, markBuildStart } from './recipe-capture';
@@ -28,15 +32,24 @@ function describe(step: RecipeStep): string {
   return `ready: ${short(step.ready.cmd.join(' '))}`;
 }
 
+type RecipeMeta = Omit<
+  TemplateMeta,
+  'name' | 'defaultCpu' | 'defaultMemoryMb' | 'maxCpu' | 'maxMemoryMb'
+>;
+
+/**
+ * Runs the steps; returns the template's metadata, and its baked image when
+ * the build sandbox became it (else `rootfs` holds the changes, to be baked).
+ * `imageDir` null: the build sandbox may not become the template's image.
+ */
 export async function runRecipe(
   host: BuildHost,
   base: TemplateRecord,
   spec: TemplateBuildSpec,
   rootfs: string,
   progress: BuildProgress,
-): Promise<
-  Omit<TemplateMeta, 'name' | 'defaultCpu' | 'defaultMemoryMb' | 'maxCpu' | 'maxMemoryMb'>
-> {
+  opts: { imageDir: string | null },
+): Promise<{ meta: RecipeMeta; baked: Baked | null }> {
   const state = {
     env: { ...(base.env ?? {}) },
     workdir: base.workdir ?? null,
@@ -45,21 +58,25 @@ export async function runRecipe(
   };
   const id = `bld-${randomBytes(6).toString('hex')}`;
   progress(`starting a build sandbox from ${base.name}`);
-  // The new root's copy of the base's is made on the host meanwhile.
-  const copied = copyRoot(base.rootfs, rootfs);
-  const started = host.startSandbox({
+  const channel = await host.startSandbox({
     id,
     template: base.name,
     cpu: base.max_cpu,
     memory_mb: Math.min(base.max_memory_mb, 2048),
     env: {},
   });
-  const [copy, start] = await Promise.allSettled([copied, started]);
-  if (start.status === 'rejected') throw start.reason;
-  const channel = start.value;
+  // The new root's copy of the base's is made on the host while the steps
+  // run (made beside the restore, the two slowed each other down). Its hard
+  // links change the ctime of the base's files after the marker: the capture
+  // tells those apart (sameAsBase).
+  const copied = copyRoot(base.rootfs, rootfs);
+  const copiedOrFailed = copied.then(
+    () => undefined,
+    () => undefined,
+  );
+  // Files a step changes get a later ctime (see markBuildStart).
+  const stepsSince = Date.now();
   try {
-    if (copy.status === 'rejected') throw copy.reason;
-    await markBuildStart(channel);
     const steps = spec.steps ?? [];
     for (const [i, step] of steps.entries()) {
       const n = i + 1;
@@ -115,18 +132,35 @@ export async function runRecipe(
         throw failed(n, what, err instanceof Error ? err.message : String(err));
       }
     }
+    const meta: RecipeMeta = {
+      source: 'recipe',
+      base: base.name,
+      env: state.env,
+      workdir: state.workdir,
+      user: base.user ?? null,
+      start: state.start,
+      ready: state.ready,
+    };
+    if (!opts.imageDir) progress(`sized above ${base.name}: capturing the changes into a root`);
+    const baked =
+      opts.imageDir &&
+      (await host.bakeBuildSandbox(id, base.rootfs_bytes, opts.imageDir, {
+        env: meta.env,
+        cwd: meta.workdir,
+        user: meta.user,
+        start: meta.start,
+        ready: meta.ready,
+        progress,
+      }));
+    await copied;
+    if (baked) return { meta: { ...meta, changesSince: base.changes_since ?? stepsSince }, baked };
     progress('capturing the changes');
+    // A base whose own changes are in its image (not in its root): they count as changes too.
+    await markBuildStart(channel, base.changes_since ?? stepsSince);
     await captureRecipeRoot(channel, base.rootfs, rootfs, (l) => progress(l));
+    return { meta, baked: null };
   } finally {
+    await copiedOrFailed;
     await host.destroySandbox(id);
   }
-  return {
-    source: 'recipe',
-    base: base.name,
-    env: state.env,
-    workdir: state.workdir,
-    user: base.user ?? null,
-    start: state.start,
-    ready: state.ready,
-  };
 }

@@ -32,7 +32,16 @@ import { fetchTemplate, publishTemplate, sharedImageId } from './share';
 
 /** The API view of a template: its host-side paths and build keys stay internal. */
 function toApi(t: TemplateRecord): Template {
-  const { rootfs, snapshot, guest_key, runtime_version, builder_pid, published, ...api } = t;
+  const {
+    rootfs,
+    snapshot,
+    guest_key,
+    runtime_version,
+    builder_pid,
+    published,
+    changes_since,
+    ...api
+  } = t;
   const recipe = officialRecipe(t.name);
   if (!recipe || (t.source ?? 'builtin') !== 'builtin') return api;
   return { ...api, description: recipe.description, build: buildHint(t.name) };
