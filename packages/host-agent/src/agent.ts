@@ -189,7 +189,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
         await create(req);
         return channelOf(req.id);
       },
-      destroySandbox: (id) => destroySandbox(ctx, id),
+      dropSandbox: (id) => ctx.registry.teardown(`build:${id}`, () => destroySandbox(ctx, id)),
     }),
     volumes: {
       create: async (id, sizeMb, o = {}) =>

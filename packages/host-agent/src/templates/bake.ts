@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { rm, statfs } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { GUEST_PATHS, WarrenError } from '@warren/protocol';
+import { GUEST_PATHS, WarrenError, type FileList } from '@warren/protocol';
 import type { HostContext } from '../context';
 import { GuestChannel } from '../guest/channel';
 import { newDataToken } from '../guest/data-connections';
@@ -19,7 +19,7 @@ import { readSpec } from '../sandboxes/state-files';
 import { officialRecipe, type TemplateRecord } from './catalog';
 import { duBytes } from './disk-usage';
 import type { Progress } from './rootfs';
-import { runInGuest, startAndWaitReady, type BakeOptions } from './start';
+import { startAndWaitReady, type BakeOptions } from './start';
 
 /** A baked image and what it was baked with (recorded in template.json). */
 export interface Baked {
@@ -149,14 +149,20 @@ export async function bakeBuildSandbox(
   opts.progress?.(`${mib} MiB of changes: kept in the build sandbox's image`);
   const { channel } = sbx;
   await channel.json({ method: 'POST', path: GUEST_PATHS.reset });
-  const cleared = await runInGuest(channel, {
-    cmd: '/bin/sh',
-    args: ['-c', 'find /tmp -mindepth 1 -delete'],
+  // Through the agent's file routes: quicker than a program to start.
+  const { items } = await channel.json<FileList>({
+    path: GUEST_PATHS.filesList,
+    query: { path: '/tmp' },
   });
-  if (cleared.exitCode !== 0)
-    throw new WarrenError('TEMPLATE_BUILD_FAILED', 'could not empty /tmp of the build sandbox', {
-      output: cleared.tail,
-    });
+  await Promise.all(
+    items.map((f) =>
+      channel.json({
+        method: 'DELETE',
+        path: GUEST_PATHS.files,
+        query: { path: f.path, recursive: '1' },
+      }),
+    ),
+  );
   // The defaults every copy starts with, as the hello of a bake gives them.
   await channel.json({
     method: 'POST',

@@ -107,7 +107,8 @@ export interface BuildHost {
   ): Promise<Baked | null>;
   /** Creates a sandbox and returns the channel to its guest agent. */
   startSandbox(req: HostCreateRequest): Promise<GuestChannel>;
-  destroySandbox(id: string): Promise<void>;
+  /** Removes a build sandbox in the background (settle() waits for it). */
+  dropSandbox(id: string): void;
 }
 
 export class TemplateBuilder {

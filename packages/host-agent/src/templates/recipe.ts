@@ -161,6 +161,6 @@ export async function runRecipe(
     return { meta, baked: null };
   } finally {
     await copiedOrFailed;
-    await host.destroySandbox(id);
+    host.dropSandbox(id);
   }
 }
