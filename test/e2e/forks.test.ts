@@ -71,6 +71,8 @@ describe('disk forks, lineage and identity (real gVisor)', () => {
     });
     assert.doesNotMatch(ps.stdout, /python3/);
     assert.doesNotMatch(ps.stdout, /\bx\b/);
+    // The agent's own relay (bulk transfers, previews, egress) is not one of them.
+    assert.match(ps.stdout, /^relay$/m);
     const c1 = (await exec(p, child.id, { cmd: 'cat', args: ['/tmp/count'] })).stdout;
     // Long enough for a running counter to move: the parent's moves several steps meanwhile.
     const r1 = await count(root);

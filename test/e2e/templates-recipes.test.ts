@@ -114,11 +114,15 @@ describe('templates from recipes', () => {
       (await exec(p, id, { cmd: 'cat', args: ['built.txt', '/tmp/ready'] })).stdout,
       'built\ny',
     );
+    // ...and the agent's own relay (bulk transfers, previews, egress) is still there.
     const leftovers = await exec(p, id, {
       cmd: 'sh',
-      args: ['-c', 'ls -A /tmp; cat /proc/[0-9]*/comm | grep -c "^sleep$"'],
+      args: [
+        '-c',
+        'ls -A /tmp; cat /proc/[0-9]*/comm > /tmp/comm; grep -c "^sleep$" /tmp/comm; grep -c "^relay$" /tmp/comm; rm /tmp/comm',
+      ],
     });
-    assert.equal(leftovers.stdout, 'ready\n0\n');
+    assert.equal(leftovers.stdout, 'ready\n0\n1\n');
     // Deletions, renames and appends to files of the base are in the template...
     const check = await exec(p, id, {
       cmd: 'sh',

@@ -259,12 +259,12 @@ export class ProcessTable {
   }
 
   /**
-   * Kills every process of the sandbox except the agent and its helper, and
-   * forgets them: the start of a sandbox that gets a parent's files but none
-   * of its processes.
+   * Kills every process of the sandbox except the agent, its helper and
+   * `alsoKeep` (the relay), and forgets them: the start of a sandbox that gets
+   * a parent's files but none of its processes.
    */
-  async reset(): Promise<number> {
-    const keep = new Set([process.pid, this.spawner.helperPid]);
+  async reset(alsoKeep: Array<number | undefined> = []): Promise<number> {
+    const keep = new Set([process.pid, this.spawner.helperPid, ...alsoKeep]);
     let killed = 0;
     if (process.pid !== 1) {
       // Not a sandbox's first process (the fake driver runs agents on the host):

@@ -50,6 +50,11 @@ export class Relay {
     return this.alive;
   }
 
+  /** Its process id: a reset of the sandbox's processes leaves it running. */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
   /** Sends the first `size` bytes of a file on the data connection of `token`. */
   send(token: string, path: string, size: number): void {
     this.write(this.id(), `send ${token} ${hex(path)} ${size}`);

@@ -101,7 +101,8 @@ export async function route(
   if (path === GUEST_PATHS.reset && method === 'POST') {
     state.pty.clear();
     state.code.reset();
-    const killed = await state.processes.reset();
+    // The relay is the agent's own: file transfers, previews and egress go through it.
+    const killed = await state.processes.reset([relay()?.pid]);
     await files.emptyDir('/dev/shm');
     return sendJson(stream, 200, { killed });
   }
