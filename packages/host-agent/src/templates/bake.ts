@@ -8,7 +8,13 @@
 import { randomBytes } from 'node:crypto';
 import { rm, statfs } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { GUEST_PATHS, WarrenError, type FileList } from '@warren/protocol';
+import {
+  GUEST_PATHS,
+  WarrenError,
+  type FileList,
+  type GuestEgress,
+  type GuestHello,
+} from '@warren/protocol';
 import type { HostContext } from '../context';
 import { GuestChannel } from '../guest/channel';
 import { newDataToken } from '../guest/data-connections';
@@ -19,7 +25,7 @@ import { readSpec } from '../sandboxes/state-files';
 import { officialRecipe, type TemplateRecord } from './catalog';
 import { duBytes } from './disk-usage';
 import type { Progress } from './rootfs';
-import { startAndWaitReady, type BakeOptions } from './start';
+import { bakeOptionsOf, startAndWaitReady, type BakeOptions } from './start';
 
 /** A baked image and what it was baked with (recorded in template.json). */
 export interface Baked {
@@ -46,11 +52,7 @@ export async function bake(
   const channel = new GuestChannel(ctx.driver.guestEndpoint({ channelDir }), () => ({
     sandbox_id: id,
     env: {},
-    defaults: {
-      env: opts.env ?? {},
-      ...(opts.cwd ? { cwd: opts.cwd } : {}),
-      ...(opts.user ? { user: opts.user } : {}),
-    },
+    defaults: defaultsOf(opts),
   }));
   // Also what closing the host agent calls: the channel closes for good, so
   // every wait of the bake fails at once, and run's finally cleans up after it.
@@ -164,22 +166,16 @@ export async function bakeBuildSandbox(
     ),
   );
   // The defaults every copy starts with, as the hello of a bake gives them.
+  const egress = egressForImage(ctx);
   await channel.json({
     method: 'POST',
     path: GUEST_PATHS.hello,
     json: {
       sandbox_id: id,
       env: {},
-      defaults: {
-        env: opts.env ?? {},
-        ...(opts.cwd ? { cwd: opts.cwd } : {}),
-        ...(opts.user ? { user: opts.user } : {}),
-      },
-      ...(ctx.egress &&
-        ctx.driver.capabilities.egress && {
-          egress: { token: newDataToken(), ca_pem: ctx.egress.caPem },
-        }),
-    },
+      defaults: defaultsOf(opts),
+      ...(egress && { egress }),
+    } satisfies GuestHello,
   });
   await startAndWaitReady(channel, opts);
   await channel.prepareCheckpoint();
@@ -215,19 +211,32 @@ async function warmFirstConnection(ctx: HostContext, channel: GuestChannel, id: 
   await channel.prepareCheckpoint();
   await channel.listen();
   await channel.waitReady(60_000);
-  if (!ctx.egress || !ctx.driver.capabilities.egress) return;
+  const egress = egressForImage(ctx);
+  if (!egress) return;
   await channel.json({
     method: 'POST',
     path: GUEST_PATHS.hello,
-    json: {
-      sandbox_id: id,
-      env: {},
-      egress: {
-        token: newDataToken(),
-        ca_pem: ctx.egress.caPem,
-      },
-    },
+    json: { sandbox_id: id, env: {}, egress } satisfies GuestHello,
   });
+}
+
+/** What a template's copies start with, as a hello gives it to the agent (which keeps it). */
+function defaultsOf(opts: BakeOptions): GuestHello['defaults'] {
+  return {
+    env: opts.env ?? {},
+    ...(opts.cwd ? { cwd: opts.cwd } : {}),
+    ...(opts.user ? { user: opts.user } : {}),
+  };
+}
+
+/**
+ * Egress settings for a hello before a checkpoint, so the image holds the
+ * install's CA and the egress ports listening (each copy's hello swaps the
+ * token); none where the driver's sandboxes are not isolated from the host.
+ */
+function egressForImage(ctx: HostContext): GuestEgress | undefined {
+  if (!ctx.egress || !ctx.driver.capabilities.egress) return undefined;
+  return { token: newDataToken(), ca_pem: ctx.egress.caPem };
 }
 
 /**
@@ -263,7 +272,7 @@ export async function ensureBuiltin(
       recipe.maxCpu,
       recipe.maxMemoryMb,
       join(ctx.catalog.dir(name), 'snapshot.tmp'),
-      { env: recipe.env, cwd: recipe.workdir, start: recipe.start, ready: recipe.ready, progress },
+      bakeOptionsOf(recipe, progress),
     );
     const rec = await ctx.catalog.commit({ ...recipe, buildMs: Date.now() - started }, baked);
     progress(`template ${name} ready (snapshot baked in ${Date.now() - started} ms)`);

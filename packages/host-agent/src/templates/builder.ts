@@ -31,7 +31,7 @@ import {
   type TemplateMeta,
   type TemplateRecord,
 } from './catalog';
-import type { BakeOptions } from './start';
+import { bakeOptionsOf, type BakeOptions } from './start';
 import { openImage, unpackImage } from './oci-image';
 import { runRecipe } from './recipe';
 
@@ -197,14 +197,13 @@ export class TemplateBuilder {
         if (!meta.workdir && !(await lstat(join(rootfs, 'root')).catch(() => null)))
           meta.workdir = '/';
         progress('baking snapshot');
-        baked = await this.host.bake(rootfs, size.max_cpu, size.max_memory_mb, imageDir, {
-          env: meta.env,
-          cwd: meta.workdir,
-          user: meta.user,
-          start: meta.start,
-          ready: meta.ready,
-          progress,
-        });
+        baked = await this.host.bake(
+          rootfs,
+          size.max_cpu,
+          size.max_memory_mb,
+          imageDir,
+          bakeOptionsOf(meta, progress),
+        );
       }
       const { image: img, ...kept } = spec;
       await writeFile(
@@ -252,14 +251,7 @@ export class TemplateBuilder {
         rec.max_cpu,
         rec.max_memory_mb,
         join(this.host.catalog.dir(rec.name), 'snapshot.tmp'),
-        {
-          env: rec.env,
-          cwd: rec.workdir,
-          user: rec.user,
-          start: rec.start,
-          ready: rec.ready,
-          progress,
-        },
+        bakeOptionsOf(rec, progress),
       );
       return await this.host.catalog.commit(
         {

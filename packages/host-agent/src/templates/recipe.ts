@@ -13,7 +13,7 @@ import type { Baked } from './bake';
 import type { BuildHost, BuildProgress, TemplateBuildSpec } from './builder';
 import type { TemplateMeta, TemplateRecord } from './catalog';
 import { captureRecipeRoot, copyRoot, markBuildStart } from './recipe-capture';
-import { runInGuest } from './start';
+import { bakeOptionsOf, runInGuest } from './start';
 
 function failed(step: number, what: string, message: string, output?: string): WarrenError {
   return new WarrenError('TEMPLATE_BUILD_FAILED', `step ${step} (${what}) failed: ${message}`, {
@@ -144,14 +144,12 @@ export async function runRecipe(
     if (!opts.imageDir) progress(`sized above ${base.name}: capturing the changes into a root`);
     const baked =
       opts.imageDir &&
-      (await host.bakeBuildSandbox(id, base.rootfs_bytes, opts.imageDir, {
-        env: meta.env,
-        cwd: meta.workdir,
-        user: meta.user,
-        start: meta.start,
-        ready: meta.ready,
-        progress,
-      }));
+      (await host.bakeBuildSandbox(
+        id,
+        base.rootfs_bytes,
+        opts.imageDir,
+        bakeOptionsOf(meta, progress),
+      ));
     await copied;
     if (baked) return { meta: { ...meta, changesSince: base.changes_since ?? stepsSince }, baked };
     progress('capturing the changes');

@@ -26,6 +26,20 @@ export interface BakeOptions {
   progress?: Progress;
 }
 
+/** The bake options of a template's metadata (or record): its defaults, start and readiness check. */
+export function bakeOptionsOf(
+  t: {
+    env?: Record<string, string>;
+    workdir?: string | null;
+    user?: string | null;
+    start?: string[] | null;
+    ready?: ReadyProbe | null;
+  },
+  progress?: Progress,
+): BakeOptions {
+  return { env: t.env, cwd: t.workdir, user: t.user, start: t.start, ready: t.ready, progress };
+}
+
 export interface GuestRunResult {
   exitCode: number;
   timedOut: boolean;
