@@ -143,7 +143,7 @@ describe('templates from recipes', () => {
     assert.ok(existsSync(join(baseRoot, 'etc/debian_version')));
     assert.ok(existsSync(join(baseRoot, 'etc/issue.net')));
     assert.doesNotMatch(readFileSync(join(baseRoot, 'etc/issue'), 'utf8'), /more/);
-    // Nothing of the capture is left in the template.
+    // The template's root (a copy of the base's: the changes are in the image) has an empty /tmp.
     assert.deepEqual(readdirSync(join(templatesDir, 'py-app/rootfs/tmp')), []);
     // A recipe on it whose changes are too large for an image captures them into
     // a root of its own: the base's changes, which are in the base's image, too.
