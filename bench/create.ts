@@ -34,12 +34,7 @@ export async function createRows({
     await destroyDirect([did]);
   }
 
-  const after = await phaseTotals(p);
-  const means = [...after].map(([phase, t]) => {
-    const was = before.get(phase) ?? { sum: 0, count: 0 };
-    return `${phase} ${(((t.sum - was.sum) / (t.count - was.count)) * 1000).toFixed(1)} ms`;
-  });
-  const phases = `create phases on the host, mean of the ${SEQUENTIAL} sequential creates: ${means.join(', ')}`;
+  const phases = `create phases on the host, mean of the ${SEQUENTIAL} sequential creates: ${phaseMeans(before, await phaseTotals(p))}`;
 
   const conc: Row = {
     name: `create -> first exec (${CONCURRENT} concurrent)`,
@@ -59,8 +54,10 @@ export async function createRows({
   return { seq, conc, phases };
 }
 
+type PhaseTotals = Map<string, { sum: number; count: number }>;
+
 /** Sum and count of each phase of the create phase histogram, from /metrics. */
-async function phaseTotals(p: TestPlatform): Promise<Map<string, { sum: number; count: number }>> {
+export async function phaseTotals(p: TestPlatform): Promise<PhaseTotals> {
   const text = await (await p.api('/metrics')).text();
   const out = new Map<string, { sum: number; count: number }>();
   const re = /^warren_sandbox_create_phase_duration_seconds_(sum|count)\{phase="(\w+)"\} (\S+)$/gm;
@@ -70,4 +67,14 @@ async function phaseTotals(p: TestPlatform): Promise<Map<string, { sum: number; 
     out.set(phase!, t);
   }
   return out;
+}
+
+/** Mean of each phase over the creates between two readings of phaseTotals. */
+export function phaseMeans(before: PhaseTotals, after: PhaseTotals): string {
+  return [...after]
+    .map(([phase, t]) => {
+      const was = before.get(phase) ?? { sum: 0, count: 0 };
+      return `${phase} ${(((t.sum - was.sum) / (t.count - was.count)) * 1000).toFixed(1)} ms`;
+    })
+    .join(', ');
 }

@@ -14,6 +14,7 @@
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { startTestPlatform } from '../test/fixture';
+import { phaseMeans, phaseTotals } from './create';
 import { Direct } from './direct';
 import { harness } from './harness';
 import { median, percentile, printTable, timed, type Row } from './stats';
@@ -92,6 +93,7 @@ try {
     direct: [],
     directName: 'runsc restore + runsc exec true, same host',
   };
+  const phasesBefore = await phaseTotals(p);
   for (let i = 0; i < LAST_RUNS; i++) {
     const [ms, id] = await h.createExec();
     row.warren.push(ms);
@@ -100,6 +102,7 @@ try {
     row.direct.push(d);
     await h.destroyDirect([did]);
   }
+  const phases = phaseMeans(phasesBefore, await phaseTotals(p));
   console.log(
     `\nWarren density benchmark — ${N} idle base sandboxes, ${new Date().toISOString()}\n`,
   );
@@ -113,6 +116,7 @@ try {
       `host memory (MemAvailable) taken: ${hostMb.toFixed(0)} MiB, ${(hostMb / N).toFixed(1)} MiB per sandbox`,
       `memory cgroups of the sandboxes: ${usedMb} MiB, ${(usedMb / N).toFixed(1)} MiB per sandbox; memory_mb admitted: ${cap.memory_reserved_mb} MiB against a budget of ${cap.memory_budget_mb} MiB (overcommit ${cap.memory_overcommit})`,
       `N+1st create -> first exec median ${median(row.warren).toFixed(0)} ms, direct ${median(row.direct).toFixed(0)} ms`,
+      `its phases on the host, mean of ${LAST_RUNS}: ${phases}`,
       `host load average (1 min): ${load.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end`,
     ].join('\n'),
   );
