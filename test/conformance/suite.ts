@@ -215,6 +215,14 @@ export function runConformance(name: DriverName, opts: ConformanceOptions = {}):
           s.driver.limitCpu(s.unusedId(), 1),
           (e: unknown) => e instanceof WarrenError && e.code === 'RUNTIME_ERROR',
         );
+        // An idle sandbox's CPU weight, and back: it answers with either.
+        await s.driver.setCpuWeight(a.id, 'idle');
+        assert.equal((await health(a)).sandbox_id, a.id);
+        await s.driver.setCpuWeight(a.id, 'normal');
+        await assert.rejects(
+          s.driver.setCpuWeight(s.unusedId(), 'idle'),
+          (e: unknown) => e instanceof WarrenError && e.code === 'RUNTIME_ERROR',
+        );
       }),
     );
 

@@ -1,4 +1,5 @@
 import { after, before, describe, it } from 'node:test';
+import { existsSync, readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { createSandbox, exec, startTestPlatform, type TestPlatform } from '../fixture';
 import { verifiedReceiver, type VerifiedReceiver } from '../webhook-receiver';
@@ -244,5 +245,63 @@ describe('idle sandboxes kept awake per host (real gVisor)', () => {
     await waitState(c, 'hibernated');
     assert.equal(await state(d), 'running');
     assert.equal(await state(busy), 'running');
+  });
+});
+
+describe('idle sandboxes yield the CPU (real gVisor)', () => {
+  let p: TestPlatform;
+  const made: string[] = [];
+  const v1 = existsSync('/sys/fs/cgroup/cpu');
+  /** The sandbox's CPU weight in its cgroup: v1 cpu.shares, or v2 cpu.weight. */
+  const weightOf = (id: string) =>
+    readFileSync(
+      v1 ? `/sys/fs/cgroup/cpu/${id}/cpu.shares` : `/sys/fs/cgroup/${id}/cpu.weight`,
+      'utf8',
+    ).trim();
+  const [IDLE, NORMAL] = v1 ? ['16', '1024'] : ['2', '100'];
+
+  before(async () => {
+    p = await startTestPlatform({ idleCpuWeightSeconds: 1 });
+  });
+  after(async () => {
+    for (const id of made) await p.api(`/v1/sandboxes/${id}`, { method: 'DELETE' });
+    await p?.stop();
+  });
+
+  it('an idle sandbox gets a small CPU weight until its next request; a working one keeps its own', async () => {
+    const make = async () => {
+      const id = await createSandbox(p, { template: 'base', memory_mb: 128 });
+      made.push(id);
+      return id;
+    };
+    const busy = await make();
+    await p.json(`/v1/sandboxes/${busy}/processes`, {
+      method: 'POST',
+      json: { cmd: 'python3', args: ['-c', 'while True: pass'] },
+    });
+    const quiet = await make();
+    assert.equal(weightOf(quiet), NORMAL);
+    await waitForCondition(() => weightOf(quiet) === IDLE, {
+      what: () => `${quiet} to get the idle CPU weight (it has ${weightOf(quiet)})`,
+      timeoutMs: 15_000,
+      intervalMs: 100,
+    });
+    // Idle for longer than the quiet one, but its process works: never lowered.
+    assert.equal(weightOf(busy), NORMAL);
+    // The next request gives it back its weight as it is sent. A stat costs the sandbox
+    // too little CPU for a pass to see it working: only the request itself can do it.
+    await p.json(`/v1/sandboxes/${quiet}/files/stat?path=/etc/hostname`);
+    await waitForCondition(() => weightOf(quiet) === NORMAL, {
+      what: () => `${quiet} to have its normal CPU weight back (it has ${weightOf(quiet)})`,
+      timeoutMs: 1000,
+      intervalMs: 20,
+    });
+    assert.equal((await exec(p, quiet, { cmd: 'echo', args: ['ok'] })).stdout, 'ok\n');
+    // And it yields again once idle.
+    await waitForCondition(() => weightOf(quiet) === IDLE, {
+      what: () => `${quiet} to get the idle CPU weight again`,
+      timeoutMs: 15_000,
+      intervalMs: 100,
+    });
   });
 });

@@ -21,6 +21,7 @@ import { createDriver } from './runtime';
 import type { RuntimeDriver } from './runtime/driver';
 import { Captures } from './sandboxes/capture';
 import { checkSandboxNetwork, setSandboxNetwork } from './sandboxes/connect';
+import { CpuWeights } from './sandboxes/cpu-weights';
 import { createSandbox } from './sandboxes/create';
 import {
   cpuUsageNs,
@@ -118,7 +119,17 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
     await ctx.diskPool.open([DEFAULT_DISK_MB]);
   }
   const captures = new Captures(ctx);
-  const channelOf = (id: string) => ctx.registry.live(id).channel;
+  const weights = new CpuWeights(ctx, {
+    idleSeconds: config.idleCpuWeightSeconds ?? 30,
+    idleCpuPercent: config.idleCpuPercent ?? 15,
+  });
+  weights.start();
+  /** Every request for a sandbox's guest goes through here: it is in use. */
+  const channelOf = (id: string) => {
+    const channel = ctx.registry.live(id).channel;
+    weights.used(id);
+    return channel;
+  };
   const files = guestFiles(channelOf);
   const objects = createObjectStore(
     config.home,
@@ -217,6 +228,7 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
     templateRecord: (name) => ctx.catalog.get(name),
     guestHealth: (id) => channelOf(id).json({ path: GUEST_PATHS.health }),
     async close(o = {}) {
+      await weights.stop();
       for (const id of ctx.registry.ids()) {
         if (o.destroy) await destroySandbox(ctx, id);
         else await ctx.registry.live(id).channel.close();

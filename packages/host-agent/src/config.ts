@@ -21,6 +21,14 @@ export interface HostAgentConfig {
   memoryOvercommit?: number;
   /** What a sandbox counts until (and at least while) it is measured, in MiB (default 64). */
   memoryStartMb?: number;
+  /**
+   * A live sandbox idle this long (no request, port connection, terminal or
+   * egress bytes, CPU under idleCpuPercent) gets a small CPU weight until its
+   * next request (default 30; 0: never). See sandboxes/cpu-weights.ts.
+   */
+  idleCpuWeightSeconds?: number;
+  /** A sandbox using more than this percent of one CPU is not idle (default 15). */
+  idleCpuPercent?: number;
   debianMirror: string;
   /** How long a restored guest agent may take to dial in. */
   readyTimeoutMs: number;

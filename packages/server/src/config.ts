@@ -46,6 +46,11 @@ export interface Config extends AuthConfig {
   lspIdleSeconds: number;
   /** A sandbox using more CPU than this (percent of one CPU, between sweeps) is not idle. */
   idleCpuPercent: number;
+  /**
+   * Idle this long, a running sandbox gets a small CPU weight until its next
+   * request (WARREN_IDLE_CPU_WEIGHT_SECONDS; 0: never).
+   */
+  idleCpuWeightSeconds: number;
   sweepIntervalMs: number;
   /** How long a joined host's lease lasts without a heartbeat (agents heartbeat at a third of it). */
   hostLeaseMs: number;
@@ -187,6 +192,7 @@ export function loadConfig(
     defaultTtlSeconds: int(env.WARREN_DEFAULT_TTL_SECONDS, 3600),
     defaultIdleTimeoutSeconds: int(env.WARREN_DEFAULT_IDLE_TIMEOUT_SECONDS, 300),
     idleCpuPercent: int(env.WARREN_IDLE_CPU_PERCENT, 15),
+    idleCpuWeightSeconds: int(env.WARREN_IDLE_CPU_WEIGHT_SECONDS, 30),
     ptyIdleTimeoutSeconds: int(env.WARREN_PTY_IDLE_TIMEOUT_SECONDS, 3600),
     lspIdleSeconds: int(env.WARREN_LSP_IDLE_SECONDS, LSP_IDLE_SECONDS),
     sweepIntervalMs: int(env.WARREN_SWEEP_INTERVAL_MS, 5000),
@@ -248,6 +254,8 @@ export function hostAgentConfig(config: Config): HostAgentConfig {
     memoryBudgetMb: config.memoryBudgetMb,
     memoryOvercommit: config.memoryOvercommit,
     memoryStartMb: config.memoryStartMb,
+    idleCpuWeightSeconds: config.idleCpuWeightSeconds,
+    idleCpuPercent: config.idleCpuPercent,
     debianMirror: config.debianMirror,
     readyTimeoutMs: config.readyTimeoutMs,
     snapshotStore: config.snapshotStore,

@@ -173,9 +173,7 @@ export class GuestChannel {
       () => {
         if (this.session !== session) return;
         this.ready = true;
-        const waiters = this.readyWaiters;
-        this.readyWaiters = [];
-        for (const w of waiters) w();
+        for (const w of this.readyWaiters.splice(0)) w();
       },
       () => session.destroy(),
     );
@@ -219,6 +217,10 @@ export class GuestChannel {
 
   /** Requests on the current connection that have not finished. */
   private inflight = 0;
+  /** A request still open (a streamed exec among them), a port connection or a terminal attached. */
+  get busy(): boolean {
+    return this.inflight > 0 || this.data.openPorts > 0 || this.attachments.size > 0;
+  }
   private onIdle: (() => void) | null = null;
 
   /**
@@ -273,9 +275,7 @@ export class GuestChannel {
 
   async close(): Promise<void> {
     this.closed = true;
-    const waiters = this.readyWaiters;
-    this.readyWaiters = [];
-    for (const w of waiters) w(channelClosed());
+    for (const w of this.readyWaiters.splice(0)) w(channelClosed());
     await this.closeListener();
     void this.data.dropPorts();
     this.dropAttachments();

@@ -30,6 +30,11 @@ export class DataConnections {
    */
   private readonly ports = new Map<Socket, boolean>();
 
+  /** Port connections open now. */
+  get openPorts(): number {
+    return this.ports.size;
+  }
+
   acceptEgress(token: string, handle: (socket: Socket) => void): void {
     this.egress = { token, handle };
   }

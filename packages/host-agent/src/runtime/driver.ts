@@ -6,6 +6,9 @@ import type { Socket } from 'node:net';
  * it gets one from the factory in ./index.ts.
  */
 
+/** See RuntimeDriver.setCpuWeight. */
+export type CpuWeight = 'idle' | 'normal';
+
 export interface SandboxSpec {
   /** Runtime container id (the sandbox id). */
   id: string;
@@ -76,6 +79,12 @@ export interface RuntimeDriver {
   restore(spec: SandboxSpec, imageDir: string): Promise<void>;
   /** Holds a running sandbox to `cpu` CPUs (a CFS quota); throws RUNTIME_ERROR when it cannot. */
   limitCpu(id: string, cpu: number): Promise<void>;
+  /**
+   * The sandbox's share of the CPU when the host's CPUs are all busy: `idle`
+   * a small weight (it still runs on any CPU that is free), `normal` the
+   * default. Throws RUNTIME_ERROR when it cannot.
+   */
+  setCpuWeight(id: string, weight: CpuWeight): Promise<void>;
   /**
    * Saves the sandbox into imageDir. The sandbox is stopped afterwards, unless
    * leaveRunning: then it goes on running (a capture for snapshots and forks).

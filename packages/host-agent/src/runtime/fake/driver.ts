@@ -8,7 +8,13 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GUEST_CHANNEL_SOCKET, GUEST_DATA_SOCKET, WarrenError } from '@warren/protocol';
-import type { DriverCapabilities, GuestEndpoint, RuntimeDriver, SandboxSpec } from '../driver';
+import type {
+  CpuWeight,
+  DriverCapabilities,
+  GuestEndpoint,
+  RuntimeDriver,
+  SandboxSpec,
+} from '../driver';
 import { UnixEndpoint } from '../unix-endpoint';
 
 const AGENT_ENTRY = fileURLToPath(new URL('../../../../guest-agent/src/main.ts', import.meta.url));
@@ -70,6 +76,14 @@ export class FakeDriver implements RuntimeDriver {
     this.check('restore', spec.id);
     void imageDir;
     this.start(spec);
+  }
+
+  /** The weight each sandbox was last given (unit tests read it). */
+  readonly cpuWeights = new Map<string, CpuWeight>();
+
+  async setCpuWeight(id: string, weight: CpuWeight): Promise<void> {
+    if (!this.running.has(id)) throw new WarrenError('RUNTIME_ERROR', `no sandbox ${id} running`);
+    this.cpuWeights.set(id, weight);
   }
 
   async limitCpu(id: string, cpu: number): Promise<void> {

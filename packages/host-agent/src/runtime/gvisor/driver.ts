@@ -1,12 +1,21 @@
 import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WarrenError } from '@warren/protocol';
-import type { DriverCapabilities, GuestEndpoint, RuntimeDriver, SandboxSpec } from '../driver';
+import type {
+  CpuWeight,
+  DriverCapabilities,
+  GuestEndpoint,
+  RuntimeDriver,
+  SandboxSpec,
+} from '../driver';
 import { UnixEndpoint } from '../unix-endpoint';
 import { CPU_PERIOD_US, SPEC_REVISION, cpuQuotaUs, ociSpec } from './oci-spec';
 import { runsc, type RunscOptions } from './runsc';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
+/** An idle sandbox's CPU weight: 1/64 of the default (v1 shares, v2 weight). */
+const IDLE_CPU_SHARES = '16';
+const IDLE_CPU_WEIGHT = '2';
 /** Restores take well under a second; many at once on a loaded host, some seconds. */
 const RESTORE_TIMEOUT_MS = 60_000;
 
@@ -173,6 +182,23 @@ export class GvisorDriver implements RuntimeDriver {
         throw new WarrenError(
           'RUNTIME_ERROR',
           `cannot hold sandbox ${id} to ${cpu} CPU: ${(v1 as Error).message}; ${(v2 as Error).message}`,
+        );
+      }
+    }
+  }
+
+  /** cgroup v1 `cpu.shares` (default 1024), or v2 `cpu.weight` (default 100). */
+  async setCpuWeight(id: string, weight: CpuWeight): Promise<void> {
+    const idle = weight === 'idle';
+    try {
+      await writeFile(join(CGROUP_ROOT, 'cpu', id, 'cpu.shares'), idle ? IDLE_CPU_SHARES : '1024');
+    } catch (v1) {
+      try {
+        await writeFile(join(CGROUP_ROOT, id, 'cpu.weight'), idle ? IDLE_CPU_WEIGHT : '100');
+      } catch (v2) {
+        throw new WarrenError(
+          'RUNTIME_ERROR',
+          `cannot set the CPU weight of sandbox ${id}: ${(v1 as Error).message}; ${(v2 as Error).message}`,
         );
       }
     }
