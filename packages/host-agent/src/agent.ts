@@ -130,6 +130,11 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
     weights.used(id);
     return channel;
   };
+  /** A checkpoint or a resume is the runtime's work for the sandbox: at its normal weight too. */
+  const inUse = (id: string) => {
+    if (ctx.registry.has(id)) weights.used(id);
+    return id;
+  };
   const files = guestFiles(channelOf);
   const objects = createObjectStore(
     config.home,
@@ -169,12 +174,12 @@ export async function createHostAgent(config: HostAgentConfig): Promise<LocalHos
       create,
       destroy: (id) => destroySandbox(ctx, id),
       pause: (id) => pauseSandbox(ctx, id),
-      resume: (id) => resumeSandbox(ctx, id),
-      hibernate: (id, o) => hibernateSandbox(ctx, id, o),
+      resume: (id) => resumeSandbox(ctx, inUse(id)),
+      hibernate: (id, o) => hibernateSandbox(ctx, inUse(id), o),
       wake: (id, o) => wakeSandbox(ctx, id, o),
-      capture: (id) => captures.capture(id),
+      capture: (id) => captures.capture(inUse(id)),
       releaseCapture: (captureId) => captures.release(captureId),
-      snapshot: (id, snapshotId) => captures.snapshot(id, snapshotId),
+      snapshot: (id, snapshotId) => captures.snapshot(inUse(id), snapshotId),
       cpuUsageNs: (id) => cpuUsageNs(ctx, id),
       oomKilled: (id) => oomKilled(ctx, id),
       usage: (id) => sandboxUsage(ctx, id),
