@@ -16,6 +16,26 @@ const CGROUP_ROOT = '/sys/fs/cgroup';
 /** An idle sandbox's CPU weight: 1/64 of the default (v1 shares, v2 weight). */
 const IDLE_CPU_SHARES = '16';
 const IDLE_CPU_WEIGHT = '2';
+/** Writes a file of the sandbox's v1 cpu cgroup, or else its v2 twin; RUNTIME_ERROR when neither. */
+async function writeCpuCgroup(
+  id: string,
+  [v1File, v1Value]: [string, string],
+  [v2File, v2Value]: [string, string],
+  what: string,
+): Promise<void> {
+  try {
+    await writeFile(join(CGROUP_ROOT, 'cpu', id, v1File), v1Value);
+  } catch (v1) {
+    try {
+      await writeFile(join(CGROUP_ROOT, id, v2File), v2Value);
+    } catch (v2) {
+      throw new WarrenError(
+        'RUNTIME_ERROR',
+        `${what}: ${(v1 as Error).message}; ${(v2 as Error).message}`,
+      );
+    }
+  }
+}
 /** Restores take well under a second; many at once on a loaded host, some seconds. */
 const RESTORE_TIMEOUT_MS = 60_000;
 
@@ -173,35 +193,23 @@ export class GvisorDriver implements RuntimeDriver {
   /** The sandbox's cgroup: v1 cpu.cfs_quota_us, or v2 cpu.max. */
   async limitCpu(id: string, cpu: number): Promise<void> {
     const quota = cpuQuotaUs(cpu);
-    try {
-      await writeFile(join(CGROUP_ROOT, 'cpu', id, 'cpu.cfs_quota_us'), String(quota));
-    } catch (v1) {
-      try {
-        await writeFile(join(CGROUP_ROOT, id, 'cpu.max'), `${quota} ${CPU_PERIOD_US}`);
-      } catch (v2) {
-        throw new WarrenError(
-          'RUNTIME_ERROR',
-          `cannot hold sandbox ${id} to ${cpu} CPU: ${(v1 as Error).message}; ${(v2 as Error).message}`,
-        );
-      }
-    }
+    await writeCpuCgroup(
+      id,
+      ['cpu.cfs_quota_us', String(quota)],
+      ['cpu.max', `${quota} ${CPU_PERIOD_US}`],
+      `cannot hold sandbox ${id} to ${cpu} CPU`,
+    );
   }
 
   /** cgroup v1 `cpu.shares` (default 1024), or v2 `cpu.weight` (default 100). */
   async setCpuWeight(id: string, weight: CpuWeight): Promise<void> {
     const idle = weight === 'idle';
-    try {
-      await writeFile(join(CGROUP_ROOT, 'cpu', id, 'cpu.shares'), idle ? IDLE_CPU_SHARES : '1024');
-    } catch (v1) {
-      try {
-        await writeFile(join(CGROUP_ROOT, id, 'cpu.weight'), idle ? IDLE_CPU_WEIGHT : '100');
-      } catch (v2) {
-        throw new WarrenError(
-          'RUNTIME_ERROR',
-          `cannot set the CPU weight of sandbox ${id}: ${(v1 as Error).message}; ${(v2 as Error).message}`,
-        );
-      }
-    }
+    await writeCpuCgroup(
+      id,
+      ['cpu.shares', idle ? IDLE_CPU_SHARES : '1024'],
+      ['cpu.weight', idle ? IDLE_CPU_WEIGHT : '100'],
+      `cannot set the CPU weight of sandbox ${id}`,
+    );
   }
 
   /** From the sandbox's cgroup (v1 cpuacct, or v2 cpu.stat). */
